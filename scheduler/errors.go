@@ -1,0 +1,53 @@
+package scheduler
+
+import (
+	"errors"
+	"strings"
+)
+
+// Sentinel errors returned by the Store and the Service. Callers test them
+// with errors.Is.
+var (
+	// ErrNotFound: no operation or scope by that name.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: an operation with that operationId exists with other
+	// content.
+	ErrConflict = errors.New("conflict")
+	// ErrInvalidTransition: the operation's state does not allow the action.
+	ErrInvalidTransition = errors.New("invalid transition")
+	// ErrUnknownScope: an operation names a scope that does not exist.
+	ErrUnknownScope = errors.New("unknown scope")
+)
+
+// FieldError names one invalid input field.
+type FieldError struct {
+	// Field is a JSON path such as "request.method" or "operations[3].providerScope".
+	Field string `json:"field"`
+	// Message says what is wrong and how to fix it.
+	Message string `json:"message"`
+}
+
+// ValidationError lists the fields at fault in one input.
+type ValidationError struct {
+	Fields []FieldError
+}
+
+// Error implements error.
+func (e *ValidationError) Error() string {
+	parts := make([]string, len(e.Fields))
+	for i, f := range e.Fields {
+		parts[i] = f.Field + ": " + f.Message
+	}
+	return "invalid input: " + strings.Join(parts, "; ")
+}
+
+// add records one field error.
+func (e *ValidationError) add(field, msg string) { e.Fields = append(e.Fields, FieldError{field, msg}) }
+
+// err returns e when it holds any field error, else nil.
+func (e *ValidationError) err() error {
+	if len(e.Fields) == 0 {
+		return nil
+	}
+	return e
+}

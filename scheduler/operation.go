@@ -1,0 +1,178 @@
+package scheduler
+
+import (
+	"time"
+
+	"pacer/providers"
+)
+
+// Request is the HTTP request an operation sends, relative to its scope's
+// base URL. It is the same on every attempt.
+type Request struct {
+	// Method is an upper-case HTTP method.
+	Method string `json:"method"`
+	// Path starts with "/" and may carry a query string.
+	Path string `json:"path"`
+	// Headers are extra request headers; never credentials or hop-by-hop
+	// headers.
+	Headers map[string]string `json:"headers,omitempty"`
+	// Body is the raw body sent; empty for none.
+	Body []byte `json:"body,omitempty"`
+	// ContentType is the body's media type ("application/json" for a JSON
+	// body); empty without a body.
+	ContentType string `json:"contentType,omitempty"`
+}
+
+// Retry is an operation's own retry budget, already clamped by the server.
+type Retry struct {
+	// MaxAttempts bounds the attempts of one budget (a release starts a new one).
+	MaxAttempts int `json:"maxAttempts"`
+	// MaxElapsed bounds the time from the budget's start to the deadline.
+	MaxElapsed time.Duration `json:"maxElapsed"`
+}
+
+// NewOperation is a validated, normalized operation to enqueue.
+type NewOperation struct {
+	ID              string
+	Scope           string
+	Kind            Kind
+	Request         Request
+	RequestIdentity string
+	// NotBefore is the first eligible time (enqueue time when not given).
+	NotBefore time.Time
+	Retry     Retry
+	// ContentHash fingerprints everything the client sent, so a repeated
+	// enqueue can be told apart from a conflicting one.
+	ContentHash string
+}
+
+// OutcomeSummary is what an operation shows of its latest attempt.
+type OutcomeSummary struct {
+	Class  providers.Class `json:"class"`
+	Status int             `json:"status,omitempty"`
+	At     time.Time       `json:"at"`
+	Hint   *providers.Hint `json:"hint,omitempty"`
+	Reason string          `json:"reason,omitempty"`
+	Detail string          `json:"detail,omitempty"`
+}
+
+// Result is the provider's successful answer, bounded in size.
+type Result struct {
+	Status  int               `json:"status"`
+	Headers map[string]string `json:"headers"`
+	// Body is the response body, cut to the configured bound.
+	Body []byte `json:"body,omitempty"`
+	// Truncated is true when Body was cut.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// Operation is one business command and everything pacer knows of it.
+type Operation struct {
+	ID              string
+	Scope           string
+	Provider        string
+	Kind            Kind
+	Request         Request
+	RequestIdentity string
+	State           State
+	// Attempt counts every attempt ever started, across releases.
+	Attempt int
+	// BudgetAttempts counts attempts started in the current retry budget.
+	BudgetAttempts int
+	NextAttemptAt  time.Time
+	HoldReason     HoldReason
+	FailureReason  FailureReason
+	LastOutcome    *OutcomeSummary
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	// Deadline ends the current retry budget (its start + Retry.MaxElapsed).
+	Deadline time.Time
+	Retry    Retry
+	Result   *Result
+	// LeaseToken is bumped by every claim; completions are fenced on it.
+	LeaseToken int64
+	// LeaseExpiresAt is set while running.
+	LeaseExpiresAt time.Time
+	// FirstSentAt is when the request identity was first sent; the
+	// provider's idempotency retention counts from it. Zero before.
+	FirstSentAt time.Time
+	ContentHash string
+}
+
+// Decision is what happens to an operation after an attempt: its next state
+// and time, and what the scope learns. Made by the Policy, applied by the
+// Store in one transaction fenced on the lease token.
+type Decision struct {
+	State         State
+	NextAttemptAt time.Time // for Due states
+	HoldReason    HoldReason
+	FailureReason FailureReason
+	// Reason explains the decision in words ("retry-after 57s honoured").
+	Reason string
+	Result *Result
+	// Scope holds what the scope learns from this attempt.
+	Scope ScopeEffect
+}
+
+// ScopeEffect is what one attempt changes on its scope.
+type ScopeEffect struct {
+	// PauseUntil, when not zero, pauses the scope (never shortening a pause
+	// already in place).
+	PauseUntil  time.Time
+	PauseReason string
+	// Hold, when set, holds the whole scope until a person acts.
+	Hold HoldReason
+	// Budget, when not nil, replaces the scope's last budget figures.
+	Budget *providers.Budget
+}
+
+// Attempt is one send of an operation: written as an intent at claim time,
+// completed after the provider answered.
+type Attempt struct {
+	OperationID string
+	Number      int
+	LeaseToken  int64
+	StartedAt   time.Time
+	// FinishedAt is zero while the attempt is in flight.
+	FinishedAt time.Time
+	Class      providers.Class
+	Status     int
+	Hint       *providers.Hint
+	Reason     string
+	Detail     string
+	// Decision is the state and time decided after this attempt, and why.
+	DecidedState State
+	DecidedAt    time.Time
+	Decision     string
+	// Stale is true when the attempt's completion came after its lease was
+	// lost and was discarded.
+	Stale bool
+}
+
+// Duration is how long the attempt took; zero while in flight.
+func (a Attempt) Duration() time.Duration {
+	if a.FinishedAt.IsZero() {
+		return 0
+	}
+	return a.FinishedAt.Sub(a.StartedAt)
+}
+
+// Action is a person's manual act: who, when and why.
+type Action struct {
+	Actor  string
+	At     time.Time
+	Reason string
+}
+
+// AuditEntry records one manual action on an operation or a scope.
+type AuditEntry struct {
+	ID          int64
+	OperationID string // empty for scope actions
+	Scope       string
+	Action      string // "release", "resolve", "cancel", "resume", "putScope"
+	Actor       string
+	Reason      string
+	At          time.Time
+	// Detail describes the change ("held → scheduled at …").
+	Detail string
+}

@@ -1,0 +1,433 @@
+package scheduler
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"pacer/providers"
+)
+
+// MaxBatch bounds one batch enqueue.
+const MaxBatch = 1000
+
+// Service is the scheduler's API for people and programs: it validates
+// input, records manual actions and wakes the engine. httpapi and the CLI
+// speak to it; it speaks to the Store.
+type Service struct {
+	store  Store
+	clock  clock.Clock
+	policy Policy
+	// wake is called after anything that may make work due now.
+	wake func()
+}
+
+// NewService returns a Service over store. wake may be nil.
+func NewService(store Store, clk clock.Clock, policy Policy, wake func()) *Service {
+	if wake == nil {
+		wake = func() {}
+	}
+	return &Service{store: store, clock: clk, policy: policy, wake: wake}
+}
+
+// Now is the scheduler's clock.
+func (s *Service) Now() time.Time { return s.clock.Now().UTC() }
+
+// ScopeInput is a scope as a person writes it.
+type ScopeInput struct {
+	Name              string
+	Provider          string
+	BaseURL           string
+	Credentials       Credentials
+	IdempotencyHeader string
+	// MaxConcurrent 0 means the profile's default.
+	MaxConcurrent int
+	RateLimit     *RateLimit
+}
+
+var scopeNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
+
+// OperationIDPattern is what operation IDs and scope names may look like.
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@/-]{0,199}$`)
+
+var headerNamePattern = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+// PutScope validates and stores a scope.
+func (s *Service) PutScope(ctx context.Context, in ScopeInput, actor string) (Scope, bool, error) {
+	cfg, err := s.validateScope(in)
+	if err != nil {
+		return Scope{}, false, err
+	}
+	sc, created, err := s.store.PutScope(ctx, cfg, Action{Actor: actor, At: s.Now(), Reason: "put scope"})
+	if err != nil {
+		return Scope{}, false, fmt.Errorf("put scope: %w", err)
+	}
+	s.wake()
+	return sc, created, nil
+}
+
+func (s *Service) validateScope(in ScopeInput) (ScopeConfig, error) {
+	v := &ValidationError{}
+	if !scopeNamePattern.MatchString(in.Name) {
+		v.add("providerScope", "must be 1-128 characters: letters, digits and . _ : - (starting with a letter or digit)")
+	}
+	profile, err := providers.Lookup(in.Provider, providers.Options{IdempotencyHeader: in.IdempotencyHeader})
+	if err != nil {
+		v.add("provider", err.Error())
+	}
+	if u, err := url.Parse(in.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		v.add("baseURL", "must be an absolute http or https URL without credentials, query or fragment")
+	}
+	if in.IdempotencyHeader != "" {
+		if in.Provider != "generic" {
+			v.add("idempotencyHeader", "only a generic scope takes an idempotency header; other profiles know their provider's own")
+		} else if !headerNamePattern.MatchString(in.IdempotencyHeader) || forbiddenHeader(in.IdempotencyHeader) {
+			v.add("idempotencyHeader", "must be a valid, non-reserved header name")
+		}
+	}
+	validateCredentials(v, in.Credentials)
+	if in.MaxConcurrent < 0 || in.MaxConcurrent > 1000 {
+		v.add("maxConcurrent", "must be between 1 and 1000")
+	}
+	if rl := in.RateLimit; rl != nil {
+		if rl.Requests < 1 || rl.Requests > 1_000_000 {
+			v.add("rateLimit.requests", "must be between 1 and 1000000")
+		}
+		if rl.Per < time.Second || rl.Per > 31*24*time.Hour {
+			v.add("rateLimit.per", "must be a duration between 1s and 744h")
+		}
+	}
+	if err := v.err(); err != nil {
+		return ScopeConfig{}, err
+	}
+	cfg := ScopeConfig{
+		Name: in.Name, Provider: in.Provider, BaseURL: strings.TrimRight(in.BaseURL, "/"),
+		Credentials: in.Credentials, IdempotencyHeader: in.IdempotencyHeader,
+		MaxConcurrent: in.MaxConcurrent, RateLimit: in.RateLimit,
+	}
+	d := profile.Defaults()
+	if cfg.MaxConcurrent == 0 {
+		cfg.MaxConcurrent = max(d.MaxConcurrent, 1)
+	}
+	if cfg.RateLimit == nil && d.Requests > 0 && d.Per > 0 {
+		cfg.RateLimit = &RateLimit{Requests: d.Requests, Per: d.Per}
+	}
+	return cfg, nil
+}
+
+func validateCredentials(v *ValidationError, c Credentials) {
+	switch c.Type {
+	case CredentialNone:
+		if c.Token != "" || c.Name != "" || c.Value != "" || c.Username != "" || c.Password != "" {
+			v.add("credentials.type", "is required when credentials are given: bearer, header or basic")
+		}
+	case CredentialBearer:
+		if c.Token == "" || strings.ContainsAny(c.Token, "\r\n") {
+			v.add("credentials.token", "is required for bearer credentials and must be one line")
+		}
+	case CredentialHeader:
+		if !headerNamePattern.MatchString(c.Name) {
+			v.add("credentials.name", "must be a valid header name")
+		}
+		if c.Value == "" || strings.ContainsAny(c.Value, "\r\n") {
+			v.add("credentials.value", "is required for header credentials and must be one line")
+		}
+	case CredentialBasic:
+		if c.Username == "" || strings.ContainsAny(c.Username, ":\r\n") {
+			v.add("credentials.username", "is required for basic credentials and may not contain ':'")
+		}
+		if strings.ContainsAny(c.Password, "\r\n") {
+			v.add("credentials.password", "must be one line")
+		}
+	default:
+		v.add("credentials.type", "must be bearer, header or basic")
+	}
+}
+
+// GetScope returns one scope.
+func (s *Service) GetScope(ctx context.Context, name string) (Scope, error) {
+	return s.store.GetScope(ctx, name)
+}
+
+// ListScopes returns every scope.
+func (s *Service) ListScopes(ctx context.Context) ([]Scope, error) {
+	return s.store.ListScopes(ctx)
+}
+
+// ResumeScope lifts a scope's hold and pause.
+func (s *Service) ResumeScope(ctx context.Context, name, reason, actor string) (Scope, error) {
+	if err := requireReason(reason); err != nil {
+		return Scope{}, err
+	}
+	sc, err := s.store.ResumeScope(ctx, name, Action{Actor: actor, At: s.Now(), Reason: reason})
+	if err != nil {
+		return Scope{}, fmt.Errorf("resume scope: %w", err)
+	}
+	s.wake()
+	return sc, nil
+}
+
+// OperationInput is an operation as a client writes it.
+type OperationInput struct {
+	ID              string
+	Scope           string
+	Kind            Kind // empty: from the method
+	Method          string
+	Path            string
+	Headers         map[string]string
+	Body            []byte
+	ContentType     string
+	RequestIdentity string     // empty: the operation ID
+	NotBefore       *time.Time // nil: now
+	MaxAttempts     int        // 0: default
+	MaxElapsed      time.Duration
+}
+
+// Enqueue validates and stores operations in one transaction. A validation
+// failure of any item rejects the whole call with a *ValidationError whose
+// fields are prefixed by prefix(i) (so nothing is stored); otherwise each
+// item gets its own EnqueueResult.
+func (s *Service) Enqueue(ctx context.Context, ins []OperationInput, prefix func(i int) string) ([]EnqueueResult, error) {
+	if len(ins) == 0 || len(ins) > MaxBatch {
+		return nil, &ValidationError{Fields: []FieldError{{"operations", fmt.Sprintf("must hold 1 to %d operations", MaxBatch)}}}
+	}
+	now := s.Now()
+	all := &ValidationError{}
+	ops := make([]NewOperation, len(ins))
+	for i, in := range ins {
+		op, err := s.normalize(in, now)
+		if err != nil {
+			for _, f := range err.Fields {
+				all.add(prefix(i)+f.Field, f.Message)
+			}
+			continue
+		}
+		ops[i] = op
+	}
+	if err := all.err(); err != nil {
+		return nil, err
+	}
+	res, err := s.store.Enqueue(ctx, ops, now)
+	if err != nil {
+		return nil, fmt.Errorf("enqueue: %w", err)
+	}
+	s.wake()
+	return res, nil
+}
+
+// hopByHop and credential headers that a client may not set on a request.
+var reservedHeaders = map[string]bool{
+	"Authorization": true, "Proxy-Authorization": true, "Cookie": true, "Set-Cookie": true,
+	"Host": true, "Connection": true, "Keep-Alive": true, "Proxy-Connection": true,
+	"Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
+	"Content-Length": true, "X-Api-Key": true, "Api-Key": true, "X-Auth-Token": true,
+}
+
+func forbiddenHeader(name string) bool {
+	return reservedHeaders[http.CanonicalHeaderKey(name)]
+}
+
+func (s *Service) normalize(in OperationInput, now time.Time) (NewOperation, *ValidationError) {
+	v := &ValidationError{}
+	if !idPattern.MatchString(in.ID) {
+		v.add("operationId", "is required: 1-200 characters, letters, digits and . _ : @ / - (starting with a letter or digit)")
+	}
+	if !scopeNamePattern.MatchString(in.Scope) {
+		v.add("providerScope", "is required and must name a scope")
+	}
+	method := strings.ToUpper(in.Method)
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+	default:
+		v.add("request.method", "must be GET, HEAD, OPTIONS, POST, PUT, PATCH or DELETE")
+	}
+	if u, err := url.Parse(in.Path); err != nil || !strings.HasPrefix(in.Path, "/") || strings.HasPrefix(in.Path, "//") || u.Host != "" || u.Fragment != "" || len(in.Path) > 4096 {
+		v.add("request.path", "must be a path starting with a single '/', without host or fragment, at most 4096 bytes")
+	}
+	headers := map[string]string{}
+	keys := make([]string, 0, len(in.Headers))
+	for k := range in.Headers {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		val := in.Headers[k]
+		switch {
+		case !headerNamePattern.MatchString(k):
+			v.add("request.headers."+k, "is not a valid header name")
+		case forbiddenHeader(k):
+			v.add("request.headers."+k, "may not be set on an operation: put credentials on the scope (PUT /v1/scopes/{providerScope}); hop-by-hop and host headers are set by pacer")
+		case strings.ContainsAny(val, "\r\n\x00"):
+			v.add("request.headers."+k, "must be one line")
+		case strings.EqualFold(k, "Content-Type"):
+			// carried in ContentType
+		default:
+			headers[http.CanonicalHeaderKey(k)] = val
+		}
+	}
+	if len(headers) > 64 {
+		v.add("request.headers", "at most 64 headers")
+	}
+	kind := in.Kind
+	switch kind {
+	case "":
+		kind = KindMutation
+		if method == http.MethodGet || method == http.MethodHead || method == http.MethodOptions {
+			kind = KindRead
+		}
+	case KindRead, KindMutation:
+	default:
+		v.add("kind", "must be read or mutation")
+	}
+	identity := in.RequestIdentity
+	if identity == "" {
+		identity = in.ID
+	}
+	if len(identity) > 255 || strings.ContainsAny(identity, "\r\n\x00\"") {
+		v.add("requestIdentity", "must be at most 255 characters on one line, without quotes")
+	}
+	if len(in.Body) > 0 && in.ContentType == "" {
+		v.add("request.headers.Content-Type", "is required with bodyBase64")
+	}
+	if in.MaxAttempts < 0 {
+		v.add("retry.maxAttempts", "must be positive")
+	}
+	if in.MaxElapsed < 0 {
+		v.add("retry.maxElapsed", "must be positive")
+	}
+	notBefore := now
+	if in.NotBefore != nil {
+		notBefore = in.NotBefore.UTC()
+		if notBefore.Before(now) {
+			notBefore = now
+		}
+		if notBefore.Sub(now) > s.policy.MaxElapsedLimit {
+			v.add("notBefore", "lies too far in the future")
+		}
+	}
+	if len(v.Fields) > 0 {
+		return NewOperation{}, v
+	}
+	op := NewOperation{
+		ID: in.ID, Scope: in.Scope, Kind: kind,
+		Request:         Request{Method: method, Path: in.Path, Headers: headers, Body: in.Body, ContentType: in.ContentType},
+		RequestIdentity: identity,
+		NotBefore:       notBefore.Truncate(time.Millisecond),
+		Retry:           s.policy.ClampRetry(in.MaxAttempts, in.MaxElapsed),
+	}
+	if len(op.Request.Headers) == 0 {
+		op.Request.Headers = nil
+	}
+	op.ContentHash = contentHash(op, in.NotBefore)
+	return op, nil
+}
+
+// contentHash fingerprints what the client asked for: the normalized
+// operation, with notBefore only when the client gave one.
+func contentHash(op NewOperation, notBefore *time.Time) string {
+	fp := struct {
+		Scope, Kind, Identity string
+		Request               Request
+		NotBefore             string
+		Retry                 Retry
+	}{op.Scope, string(op.Kind), op.RequestIdentity, op.Request, "", op.Retry}
+	if notBefore != nil {
+		fp.NotBefore = notBefore.UTC().Format(time.RFC3339Nano)
+	}
+	b, _ := json.Marshal(fp) // cannot fail: plain values only
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// GetOperation returns one operation.
+func (s *Service) GetOperation(ctx context.Context, id string) (Operation, error) {
+	return s.store.GetOperation(ctx, id)
+}
+
+// ListOperations returns one page of operations.
+func (s *Service) ListOperations(ctx context.Context, f OperationFilter) (OperationPage, error) {
+	v := &ValidationError{}
+	if f.State != "" && !f.State.Valid() {
+		v.add("state", "must be one of scheduled, waitingForBudget, running, held, succeeded, failed, canceled")
+	}
+	if f.Limit == 0 {
+		f.Limit = 50
+	}
+	if f.Limit < 1 || f.Limit > 1000 {
+		v.add("limit", "must be between 1 and 1000")
+	}
+	if err := v.err(); err != nil {
+		return OperationPage{}, err
+	}
+	return s.store.ListOperations(ctx, f)
+}
+
+// ListAttempts returns an operation's attempts.
+func (s *Service) ListAttempts(ctx context.Context, id string) ([]Attempt, error) {
+	return s.store.ListAttempts(ctx, id)
+}
+
+// ListAudit returns an operation's audit trail.
+func (s *Service) ListAudit(ctx context.Context, id string) ([]AuditEntry, error) {
+	return s.store.ListAudit(ctx, id)
+}
+
+// Release runs a held or failed operation again at `at` (now when nil).
+func (s *Service) Release(ctx context.Context, id string, at *time.Time, reason, actor string) (Operation, error) {
+	if err := requireReason(reason); err != nil {
+		return Operation{}, err
+	}
+	now := s.Now()
+	when := now
+	if at != nil && at.After(now) {
+		when = at.UTC()
+	}
+	op, err := s.store.ReleaseOperation(ctx, id, when.Truncate(time.Millisecond), Action{Actor: actor, At: now, Reason: reason})
+	if err != nil {
+		return Operation{}, fmt.Errorf("release %s: %w", id, err)
+	}
+	s.wake()
+	return op, nil
+}
+
+// Resolve records what a person found at the provider for an uncertain
+// mutation.
+func (s *Service) Resolve(ctx context.Context, id string, succeeded bool, reason, actor string) (Operation, error) {
+	if err := requireReason(reason); err != nil {
+		return Operation{}, err
+	}
+	op, err := s.store.ResolveOperation(ctx, id, succeeded, Action{Actor: actor, At: s.Now(), Reason: reason})
+	if err != nil {
+		return Operation{}, fmt.Errorf("resolve %s: %w", id, err)
+	}
+	return op, nil
+}
+
+// Cancel cancels an operation that is not running or finished.
+func (s *Service) Cancel(ctx context.Context, id, reason, actor string) (Operation, error) {
+	if err := requireReason(reason); err != nil {
+		return Operation{}, err
+	}
+	op, err := s.store.CancelOperation(ctx, id, Action{Actor: actor, At: s.Now(), Reason: reason})
+	if err != nil {
+		return Operation{}, fmt.Errorf("cancel %s: %w", id, err)
+	}
+	return op, nil
+}
+
+func requireReason(reason string) error {
+	if strings.TrimSpace(reason) == "" || len(reason) > 1000 {
+		return &ValidationError{Fields: []FieldError{{"reason", "is required (at most 1000 characters): say why, for the audit trail"}}}
+	}
+	return nil
+}

@@ -1,0 +1,137 @@
+package scheduler
+
+import (
+	"context"
+	"time"
+
+	"pacer/providers"
+)
+
+// Store keeps operations, attempts, scopes and the audit trail durable.
+// Package db implements it on SQLite. Every method is one transaction:
+// either all of its writes commit or none do. Times are passed in by the
+// caller (the scheduler's clock); the store never reads a clock itself.
+type Store interface {
+	// PutScope creates or replaces the scope cfg.Name. Credentials are
+	// stored encrypted. Replacing the credentials of a scope held with
+	// HoldAuthRevoked lifts the hold. A pause in place and the last budget
+	// figures survive a replace. created is true when the scope is new.
+	PutScope(ctx context.Context, cfg ScopeConfig, act Action) (s Scope, created bool, err error)
+	// GetScope returns the scope (with decrypted credentials) and its
+	// in-flight count, or ErrNotFound.
+	GetScope(ctx context.Context, name string) (Scope, error)
+	// ListScopes returns every scope, by name.
+	ListScopes(ctx context.Context) ([]Scope, error)
+	// ResumeScope lifts the scope's hold and pause and records act. It
+	// returns ErrNotFound for an unknown scope.
+	ResumeScope(ctx context.Context, name string, act Action) (Scope, error)
+
+	// Enqueue stores ops in one transaction, each with its own result:
+	// created; existing (same ID and ContentHash: nothing written); or
+	// rejected with ErrConflict (same ID, other content) or ErrUnknownScope.
+	// A rejected item writes nothing; the others still commit. now is the
+	// creation time; each operation's deadline is NotBefore+Retry.MaxElapsed.
+	Enqueue(ctx context.Context, ops []NewOperation, now time.Time) ([]EnqueueResult, error)
+	// GetOperation returns the operation or ErrNotFound.
+	GetOperation(ctx context.Context, id string) (Operation, error)
+	// ListOperations returns one page, newest first (by creation, then ID).
+	ListOperations(ctx context.Context, f OperationFilter) (OperationPage, error)
+	// ListAttempts returns the operation's attempts, oldest first, or
+	// ErrNotFound when the operation does not exist.
+	ListAttempts(ctx context.Context, id string) ([]Attempt, error)
+	// ListAudit returns the audit entries of an operation (oldest first).
+	ListAudit(ctx context.Context, operationID string) ([]AuditEntry, error)
+
+	// ReleaseOperation moves a held or failed operation to scheduled at
+	// `at`, with the same request identity and a fresh retry budget
+	// (BudgetAttempts 0, Deadline at+Retry.MaxElapsed), clears its hold and
+	// failure reasons and records act. ErrInvalidTransition for other
+	// states, ErrNotFound for unknown IDs.
+	ReleaseOperation(ctx context.Context, id string, at time.Time, act Action) (Operation, error)
+	// ResolveOperation ends a held unknownOutcome operation as succeeded or
+	// as failed (FailureResolvedFailed) and records act.
+	// ErrInvalidTransition unless the operation is held for unknownOutcome.
+	ResolveOperation(ctx context.Context, id string, succeeded bool, act Action) (Operation, error)
+	// CancelOperation cancels an operation whose state CanCancel and
+	// records act; ErrInvalidTransition otherwise.
+	CancelOperation(ctx context.Context, id string, act Action) (Operation, error)
+
+	// ClaimDue leases up to p.Limit due operations in one immediate
+	// transaction. It admits an operation only when its NextAttemptAt <=
+	// p.Now, its scope is neither held nor paused at p.Now, the scope's
+	// running count is under MaxConcurrent, and the scope's configured rate
+	// allows a send at p.Now. It takes operations fairly across scopes
+	// (round robin, oldest due first). Each claim sets state running, bumps
+	// LeaseToken, sets LeaseExpiresAt = p.Now+p.LeaseFor, increments Attempt
+	// and BudgetAttempts, sets FirstSentAt if zero, and writes the attempt's
+	// intent row, all before returning.
+	ClaimDue(ctx context.Context, p ClaimParams) ([]Claim, error)
+	// Complete applies completions in one transaction. Each is fenced: it
+	// applies only when the operation is still running with the
+	// completion's LeaseToken. A fenced-out completion changes no operation
+	// or scope; its attempt row is marked stale. applied[i] reports whether
+	// cs[i] took effect.
+	Complete(ctx context.Context, cs []Completion) (applied []bool, err error)
+	// ListRunning returns running operations whose lease expires at or
+	// before expiredBy (all running operations when expiredBy is zero),
+	// with their scopes, oldest lease first, at most limit.
+	ListRunning(ctx context.Context, expiredBy time.Time, limit int) ([]Claim, error)
+	// NextWake returns the earliest time after which a claim could admit
+	// something or a lease expires: the earliest of each open or paused
+	// (not held) scope's earliest due time (no earlier than its pause end
+	// and rate slot), and the earliest lease expiry. ok is false when
+	// nothing is waiting.
+	NextWake(ctx context.Context) (at time.Time, ok bool, err error)
+}
+
+// EnqueueResult is the fate of one enqueued operation.
+type EnqueueResult struct {
+	Operation Operation
+	// Created is true for a new operation, false for an existing one with
+	// the same content.
+	Created bool
+	// Err is ErrConflict or ErrUnknownScope (wrapped) when rejected.
+	Err error
+}
+
+// OperationFilter selects operations for ListOperations.
+type OperationFilter struct {
+	State State  // empty for any
+	Scope string // empty for any
+	// Limit bounds the page (1..1000).
+	Limit int
+	// Cursor is the opaque value of a previous page's Next; empty for the
+	// first page.
+	Cursor string
+}
+
+// OperationPage is one page of operations.
+type OperationPage struct {
+	Operations []Operation
+	// Next is the cursor of the following page; empty on the last page.
+	Next string
+}
+
+// ClaimParams bound one claim.
+type ClaimParams struct {
+	Now      time.Time
+	Limit    int
+	LeaseFor time.Duration
+}
+
+// Claim is one leased operation with its scope.
+type Claim struct {
+	Operation Operation
+	Scope     Scope
+}
+
+// Completion is the fenced result of one attempt.
+type Completion struct {
+	OperationID string
+	LeaseToken  int64
+	// Attempt is the attempt number completed.
+	Attempt    int
+	FinishedAt time.Time
+	Outcome    providers.Outcome
+	Decision   Decision
+}
