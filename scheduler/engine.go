@@ -1,0 +1,370 @@
+package scheduler
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"pacer/providers"
+)
+
+// Engine defaults.
+const (
+	DefaultWorkers        = 32
+	DefaultLeaseDuration  = 2 * time.Minute
+	DefaultRequestTimeout = 60 * time.Second
+	DefaultPollInterval   = 5 * time.Second
+	DefaultShutdownGrace  = 15 * time.Second
+	DefaultResultLimit    = 64 << 10
+	// LeaseMargin is the least time between a request's context deadline
+	// and its lease's expiry: a request always ends before its lease does,
+	// so an expired lease never belongs to a request still in flight.
+	LeaseMargin = 5 * time.Second
+)
+
+// EngineConfig shapes the engine. Zero fields take the defaults above.
+type EngineConfig struct {
+	// Workers bounds the requests in flight at once.
+	Workers int
+	// LeaseDuration is how long a claim is valid.
+	LeaseDuration time.Duration
+	// RequestTimeout bounds one request; it must be at most
+	// LeaseDuration-LeaseMargin.
+	RequestTimeout time.Duration
+	// PollInterval is the longest the loop sleeps without a wake-up.
+	PollInterval time.Duration
+	// ShutdownGrace is how long in-flight requests may finish after Run's
+	// context ends before they are canceled and recorded as interrupted.
+	ShutdownGrace time.Duration
+	// ResultLimit bounds a stored success body, in bytes.
+	ResultLimit int
+	// Client sends the requests; nil uses a client with sane transport
+	// timeouts.
+	Client *http.Client
+	// Logger receives the engine's logs; nil discards them.
+	Logger *slog.Logger
+	// Random is the jitter source; nil uses a seeded generator.
+	Random Random
+	// UserAgent is sent with every request.
+	UserAgent string
+}
+
+func (c *EngineConfig) applyDefaults() error {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	if c.Workers == 0 {
+		c.Workers = DefaultWorkers
+	}
+	def(&c.LeaseDuration, DefaultLeaseDuration)
+	def(&c.RequestTimeout, DefaultRequestTimeout)
+	def(&c.PollInterval, DefaultPollInterval)
+	def(&c.ShutdownGrace, DefaultShutdownGrace)
+	if c.ResultLimit == 0 {
+		c.ResultLimit = DefaultResultLimit
+	}
+	switch {
+	case c.Workers < 1 || c.Workers > 10000:
+		return fmt.Errorf("engine: workers %d out of range 1..10000", c.Workers)
+	case c.RequestTimeout <= 0 || c.RequestTimeout > c.LeaseDuration-LeaseMargin:
+		return fmt.Errorf("engine: request timeout (%s) must be positive and at most the lease duration (%s) minus %s, so a request always ends before its lease", c.RequestTimeout, c.LeaseDuration, LeaseMargin)
+	case c.PollInterval <= 0 || c.ShutdownGrace < 0 || c.ResultLimit < 0:
+		return errors.New("engine: poll interval must be positive; shutdown grace and result limit not negative")
+	}
+	if c.Client == nil {
+		c.Client = &http.Client{
+			Transport: &http.Transport{
+				Proxy:                 http.ProxyFromEnvironment,
+				MaxIdleConnsPerHost:   c.Workers,
+				IdleConnTimeout:       90 * time.Second,
+				TLSHandshakeTimeout:   10 * time.Second,
+				ResponseHeaderTimeout: c.RequestTimeout,
+				ForceAttemptHTTP2:     true,
+			},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Random == nil {
+		var seed [16]byte
+		_, _ = crand.Read(seed[:])
+		r := rand.New(rand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:])))
+		var mu sync.Mutex
+		c.Random = func() float64 { mu.Lock(); defer mu.Unlock(); return r.Float64() }
+	}
+	if c.UserAgent == "" {
+		c.UserAgent = "pacer"
+	}
+	return nil
+}
+
+// Engine claims due operations, sends them, classifies the answers and
+// commits the decisions. Run drives it; tests may drive RunOnce and Wait.
+type Engine struct {
+	store  Store
+	clock  clock.Clock
+	policy Policy
+	cfg    EngineConfig
+	log    *slog.Logger
+	commit committer
+
+	wake  chan struct{}
+	slots chan struct{} // one token per busy worker
+	busy  sync.WaitGroup
+
+	// sendCtx is the parent of every request; canceled once the shutdown
+	// grace has passed.
+	sendCtx    context.Context
+	cancelSend context.CancelFunc
+
+	profilesMu sync.Mutex
+	profiles   map[[2]string]providers.Profile
+}
+
+// NewEngine returns an engine over store.
+func NewEngine(store Store, clk clock.Clock, policy Policy, cfg EngineConfig) (*Engine, error) {
+	if err := policy.Validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.applyDefaults(); err != nil {
+		return nil, err
+	}
+	sendCtx, cancel := context.WithCancel(context.Background())
+	return &Engine{
+		store: store, clock: clk, policy: policy, cfg: cfg, log: cfg.Logger,
+		commit:   committer{store: store},
+		wake:     make(chan struct{}, 1),
+		slots:    make(chan struct{}, cfg.Workers),
+		sendCtx:  sendCtx, cancelSend: cancel,
+		profiles: map[[2]string]providers.Profile{},
+	}, nil
+}
+
+// Wake asks the loop to look for due work now. It never blocks.
+func (e *Engine) Wake() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Recover returns every lease left by an earlier process to the queue: the
+// caller holds the database's process lock, so their owners are gone.
+// Reads are rescheduled at once; mutations follow invariant 4.
+func (e *Engine) Recover(ctx context.Context) (int, error) {
+	return e.recover(ctx, time.Time{}, "pacer restarted while the attempt was in flight")
+}
+
+// recoverExpired returns leases that expired before now.
+func (e *Engine) recoverExpired(ctx context.Context, now time.Time) (int, error) {
+	return e.recover(ctx, now, "lease expired before the attempt completed")
+}
+
+func (e *Engine) recover(ctx context.Context, expiredBy time.Time, why string) (int, error) {
+	total := 0
+	for {
+		claims, err := e.store.ListRunning(ctx, expiredBy, 200)
+		if err != nil {
+			return total, fmt.Errorf("list leases to recover: %w", err)
+		}
+		if len(claims) == 0 {
+			return total, nil
+		}
+		now := e.clock.Now().UTC()
+		cs := make([]Completion, 0, len(claims))
+		for _, c := range claims {
+			idem := e.idempotency(c.Scope)
+			out, d := e.policy.Recover(c.Operation, idem, now, why)
+			cs = append(cs, Completion{OperationID: c.Operation.ID, LeaseToken: c.Operation.LeaseToken, Attempt: c.Operation.Attempt, FinishedAt: now, Outcome: out, Decision: d})
+			e.log.Warn("lease recovered", "operation", c.Operation.ID, "scope", c.Scope.Name, "kind", c.Operation.Kind, "state", d.State, "reason", why)
+		}
+		applied, err := e.store.Complete(ctx, cs)
+		if err != nil {
+			return total, fmt.Errorf("recover leases: %w", err)
+		}
+		n := 0
+		for _, a := range applied {
+			if a {
+				n++
+			}
+		}
+		total += n
+		if n == 0 { // every one completed concurrently; avoid spinning
+			return total, nil
+		}
+	}
+}
+
+// RunOnce recovers expired leases, then claims as many due operations as
+// there are free workers and starts sending them. It returns the number
+// claimed; the sends go on in the background (see Wait).
+func (e *Engine) RunOnce(ctx context.Context) (int, error) {
+	now := e.clock.Now().UTC()
+	if _, err := e.recoverExpired(ctx, now); err != nil {
+		return 0, err
+	}
+	free := cap(e.slots) - len(e.slots)
+	if free == 0 {
+		return 0, nil
+	}
+	claims, err := e.store.ClaimDue(ctx, ClaimParams{Now: now, Limit: free, LeaseFor: e.cfg.LeaseDuration})
+	if err != nil {
+		return 0, fmt.Errorf("claim due operations: %w", err)
+	}
+	for _, c := range claims {
+		e.slots <- struct{}{}
+		e.busy.Add(1)
+		go e.work(c)
+	}
+	return len(claims), nil
+}
+
+// Wait blocks until every started attempt has been committed.
+func (e *Engine) Wait() { e.busy.Wait() }
+
+// Run loops until ctx ends: it claims due work on wake-ups, at the earliest
+// known due time and at least every PollInterval. Errors are logged and
+// retried with backoff; Run never gives up. When ctx ends it stops
+// claiming, lets in-flight attempts finish within ShutdownGrace, then
+// cancels them (they are recorded as interrupted) and returns.
+func (e *Engine) Run(ctx context.Context) error {
+	failures := 0
+	for {
+		n, err := e.RunOnce(ctx)
+		delay := e.cfg.PollInterval
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			failures++
+			delay = min(e.cfg.PollInterval, time.Duration(failures)*100*time.Millisecond)
+			e.log.Error("engine pass failed", "err", err, "failures", failures)
+		} else {
+			failures = 0
+			if n > 0 && len(e.slots) < cap(e.slots) {
+				continue // claimed a full batch and workers are free: look again
+			}
+			if at, ok, err := e.store.NextWake(ctx); err != nil {
+				e.log.Error("find next due time", "err", err)
+			} else if ok {
+				delay = min(delay, max(at.Sub(e.clock.Now()), 0)+time.Millisecond)
+			}
+		}
+		timer := e.clock.Timer(delay)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return e.shutdown()
+		case <-e.wake:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+	return e.shutdown()
+}
+
+// shutdown waits up to the grace period, then cancels what is left.
+func (e *Engine) shutdown() error {
+	done := make(chan struct{})
+	go func() { e.busy.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-e.clock.After(e.cfg.ShutdownGrace):
+	}
+	e.log.Warn("shutdown grace over: canceling in-flight requests", "inFlight", len(e.slots))
+	e.cancelSend()
+	<-done
+	return nil
+}
+
+// work sends one claimed operation and commits the decision.
+func (e *Engine) work(c Claim) {
+	defer func() {
+		<-e.slots
+		e.busy.Done()
+		e.Wake()
+	}()
+	op := c.Operation
+	profile := e.profile(c.Scope)
+	deadline := e.clock.Now().Add(e.cfg.RequestTimeout)
+	if lease := op.LeaseExpiresAt.Add(-LeaseMargin); lease.Before(deadline) {
+		deadline = lease
+	}
+	ctx, cancel := e.clock.WithDeadline(e.sendCtx, deadline)
+	started := e.clock.Now()
+	sr := send(ctx, e.cfg.Client, c, profile, e.cfg.ResultLimit, e.cfg.UserAgent)
+	cancel()
+	now := e.clock.Now().UTC()
+	sr.exchange.Now = now
+	out := profile.Classify(sr.exchange)
+	if e.sendCtx.Err() != nil && sr.exchange.Err != nil {
+		out.Reason = "interrupted"
+		out.Detail = "canceled at shutdown: " + out.Detail
+	}
+	out.Detail = redact(out.Detail, c.Scope.Credentials)
+	d := e.policy.Decide(op, profile.Idempotency(), out, now, e.cfg.Random)
+	if d.State == StateSucceeded {
+		d.Result = sr.result
+	}
+	comp := Completion{OperationID: op.ID, LeaseToken: op.LeaseToken, Attempt: op.Attempt, FinishedAt: now, Outcome: out, Decision: d}
+	applied, err := e.commitWithRetry(comp)
+	log := e.log.With("operation", op.ID, "scope", c.Scope.Name, "attempt", op.Attempt, "class", out.Class, "status", out.Status, "took", now.Sub(started))
+	switch {
+	case err != nil:
+		log.Error("record attempt failed; the lease will expire and be recovered", "err", err)
+	case !applied:
+		log.Warn("stale completion discarded: the lease was lost before the attempt finished", "leaseToken", op.LeaseToken)
+	default:
+		log.Debug("attempt recorded", "state", d.State, "next", d.NextAttemptAt, "decision", d.Reason)
+	}
+}
+
+// commitWithRetry commits a completion, retrying a failing store a few
+// times (bounded well inside the lease) before giving up to lease recovery.
+func (e *Engine) commitWithRetry(c Completion) (bool, error) {
+	var err error
+	for i := range 4 {
+		var applied bool
+		applied, err = e.commit.commit(context.Background(), c)
+		if err == nil {
+			return applied, nil
+		}
+		e.clock.Sleep(time.Duration(1<<i) * 250 * time.Millisecond)
+	}
+	return false, err
+}
+
+// profile returns the scope's profile, cached by provider and options.
+func (e *Engine) profile(s Scope) providers.Profile {
+	key := [2]string{s.Provider, s.IdempotencyHeader}
+	e.profilesMu.Lock()
+	defer e.profilesMu.Unlock()
+	if p, ok := e.profiles[key]; ok {
+		return p
+	}
+	p, err := providers.Lookup(s.Provider, providers.Options{IdempotencyHeader: s.IdempotencyHeader})
+	if err != nil {
+		// A scope is validated when stored; an unknown provider here means
+		// a newer binary wrote it. Generic is the safe reading.
+		e.log.Error("unknown provider; classifying with the generic profile", "provider", s.Provider, "scope", s.Name)
+		p = providers.NewGeneric(providers.Options{})
+	}
+	e.profiles[key] = p
+	return p
+}
+
+func (e *Engine) idempotency(s Scope) providers.Idempotency { return e.profile(s).Idempotency() }
