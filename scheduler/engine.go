@@ -145,10 +145,10 @@ func NewEngine(store Store, clk clock.Clock, policy Policy, cfg EngineConfig) (*
 	sendCtx, cancel := context.WithCancel(context.Background())
 	return &Engine{
 		store: store, clock: clk, policy: policy, cfg: cfg, log: cfg.Logger,
-		commit:   committer{store: store},
-		wake:     make(chan struct{}, 1),
-		slots:    make(chan struct{}, cfg.Workers),
-		sendCtx:  sendCtx, cancelSend: cancel,
+		commit:  committer{store: store},
+		wake:    make(chan struct{}, 1),
+		slots:   make(chan struct{}, cfg.Workers),
+		sendCtx: sendCtx, cancelSend: cancel,
 		profiles: map[[2]string]providers.Profile{},
 	}, nil
 }
@@ -212,24 +212,31 @@ func (e *Engine) recover(ctx context.Context, expiredBy time.Time, why string) (
 // there are free workers and starts sending them. It returns the number
 // claimed; the sends go on in the background (see Wait).
 func (e *Engine) RunOnce(ctx context.Context) (int, error) {
+	n, _, err := e.runOnce(ctx)
+	return n, err
+}
+
+// runOnce is RunOnce that also says whether the claim was cut short by the
+// free worker count, so the loop knows to look again at once.
+func (e *Engine) runOnce(ctx context.Context) (claimed int, full bool, err error) {
 	now := e.clock.Now().UTC()
 	if _, err := e.recoverExpired(ctx, now); err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	free := cap(e.slots) - len(e.slots)
 	if free == 0 {
-		return 0, nil
+		return 0, false, nil
 	}
 	claims, err := e.store.ClaimDue(ctx, ClaimParams{Now: now, Limit: free, LeaseFor: e.cfg.LeaseDuration})
 	if err != nil {
-		return 0, fmt.Errorf("claim due operations: %w", err)
+		return 0, false, fmt.Errorf("claim due operations: %w", err)
 	}
 	for _, c := range claims {
 		e.slots <- struct{}{}
 		e.busy.Add(1)
 		go e.work(c)
 	}
-	return len(claims), nil
+	return len(claims), len(claims) == free, nil
 }
 
 // Wait blocks until every started attempt has been committed.
@@ -243,7 +250,7 @@ func (e *Engine) Wait() { e.busy.Wait() }
 func (e *Engine) Run(ctx context.Context) error {
 	failures := 0
 	for {
-		n, err := e.RunOnce(ctx)
+		_, full, err := e.runOnce(ctx)
 		delay := e.cfg.PollInterval
 		if err != nil {
 			if ctx.Err() != nil {
@@ -254,8 +261,8 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.log.Error("engine pass failed", "err", err, "failures", failures)
 		} else {
 			failures = 0
-			if n > 0 && len(e.slots) < cap(e.slots) {
-				continue // claimed a full batch and workers are free: look again
+			if full && len(e.slots) < cap(e.slots) {
+				continue // the claim was cut by the free workers and some are free again
 			}
 			if at, ok, err := e.store.NextWake(ctx); err != nil {
 				e.log.Error("find next due time", "err", err)

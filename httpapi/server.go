@@ -1,0 +1,159 @@
+// Package httpapi is pacer's HTTP interface: the /v1 JSON API (design §7),
+// bearer-token authentication, and the health endpoints.
+//
+// Every error is an RFC 9457 application/problem+json document; problemFor
+// in problem.go is the one place that maps errors to statuses. Request and
+// response bodies are this package's own types (scopes_types.go,
+// operations_types.go), never the scheduler's domain types, so the wire
+// format can't change by accident and secrets can't leak through a field
+// added to the domain.
+//
+// Operation IDs may contain '/'. In a URL path such an ID must be escaped
+// as %2F (for example GET /v1/operations/sync%2F72/attempts); the router
+// matches on the escaped path and the handlers unescape the segment. An
+// unescaped '/' makes the path name another route and yields a 404 whose
+// detail says to escape it.
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"pacer/scheduler"
+)
+
+// Default body limits, applied by New when the Config leaves them zero.
+const (
+	// DefaultMaxBodyBytes bounds a request body other than a batch enqueue.
+	DefaultMaxBodyBytes int64 = 1 << 20
+	// DefaultMaxBatchBodyBytes bounds a POST /v1/operations/batch body.
+	DefaultMaxBatchBodyBytes int64 = 32 << 20
+)
+
+// The actors recorded for manual actions taken through the API.
+const (
+	// ActorAPI is the actor of a request authenticated with the API token.
+	ActorAPI = "api"
+	// ActorLocal is the actor of a request to a server without a token
+	// (loopback-only development).
+	ActorLocal = "local"
+)
+
+// Config holds what a Server needs.
+type Config struct {
+	// Service is the scheduler API the handlers call. Required.
+	Service *scheduler.Service
+	// Token is the API bearer token required on /v1. Empty disables
+	// authentication: the caller guarantees the server listens on loopback
+	// only.
+	Token string
+	// Logger receives internal errors and an access log line per request.
+	// Nil discards. Secrets never reach it.
+	Logger *slog.Logger
+	// MaxBodyBytes bounds request bodies (default DefaultMaxBodyBytes); a
+	// larger body is answered with 413.
+	MaxBodyBytes int64
+	// MaxBatchBodyBytes bounds batch enqueue bodies (default
+	// DefaultMaxBatchBodyBytes).
+	MaxBatchBodyBytes int64
+	// Ready reports whether the server can take work, for GET /readyz.
+	// Nil means always ready.
+	Ready func(ctx context.Context) error
+}
+
+// Server serves pacer's HTTP API. Build it with New; it is safe for
+// concurrent use.
+type Server struct {
+	svc      *scheduler.Service
+	token    string
+	log      *slog.Logger
+	maxBody  int64
+	maxBatch int64
+	ready    func(ctx context.Context) error
+	mux      *chi.Mux
+}
+
+// New returns a Server for cfg, with defaults applied. It fails when
+// cfg.Service is nil or a limit is negative.
+func New(cfg Config) (*Server, error) {
+	if cfg.Service == nil {
+		return nil, errors.New("httpapi: config needs a scheduler service")
+	}
+	if cfg.MaxBodyBytes < 0 || cfg.MaxBatchBodyBytes < 0 {
+		return nil, errors.New("httpapi: body limits must not be negative")
+	}
+	s := &Server{
+		svc:      cfg.Service,
+		token:    cfg.Token,
+		log:      cfg.Logger,
+		maxBody:  cfg.MaxBodyBytes,
+		maxBatch: cfg.MaxBatchBodyBytes,
+		ready:    cfg.Ready,
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.maxBody == 0 {
+		s.maxBody = DefaultMaxBodyBytes
+	}
+	if s.maxBatch == 0 {
+		s.maxBatch = DefaultMaxBatchBodyBytes
+	}
+	s.mux = s.routes()
+	return s, nil
+}
+
+// Handler returns the HTTP handler serving every route.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// routes lists every route of the server.
+func (s *Server) routes() *chi.Mux {
+	r := chi.NewRouter()
+	r.Use(s.recoverPanics, s.accessLog)
+	r.NotFound(s.notFound)
+	r.MethodNotAllowed(s.methodNotAllowed)
+
+	r.Get("/healthz", s.handleHealthz)
+	r.Get("/readyz", s.handleReadyz)
+
+	r.Route("/v1", func(r chi.Router) {
+		r.Use(s.authenticate)
+
+		r.Get("/scopes", s.handleListScopes)
+		r.Put("/scopes/{providerScope}", s.handlePutScope)
+		r.Get("/scopes/{providerScope}", s.handleGetScope)
+		r.Post("/scopes/{providerScope}/resume", s.handleResumeScope)
+
+		r.Post("/operations", s.handleEnqueue)
+		r.Post("/operations/batch", s.handleEnqueueBatch)
+		r.Get("/operations", s.handleListOperations)
+		r.Get("/operations/{operationId}", s.handleGetOperation)
+		r.Get("/operations/{operationId}/attempts", s.handleListAttempts)
+		r.Get("/operations/{operationId}/audit", s.handleListAudit)
+		r.Post("/operations/{operationId}/release", s.handleRelease)
+		r.Post("/operations/{operationId}/resolve", s.handleResolve)
+		r.Post("/operations/{operationId}/cancel", s.handleCancel)
+	})
+	return r
+}
+
+// handleHealthz answers GET /healthz: the process is up.
+func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
+	s.writeJSON(w, r, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// handleReadyz answers GET /readyz with Config.Ready's verdict.
+func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
+	if s.ready != nil {
+		if err := s.ready(r.Context()); err != nil {
+			s.log.WarnContext(r.Context(), "not ready", "err", err)
+			s.writeProblem(w, r, newProblem(http.StatusServiceUnavailable, "the server is not ready to take work"))
+			return
+		}
+	}
+	s.writeJSON(w, r, http.StatusOK, map[string]string{"status": "ready"})
+}

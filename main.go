@@ -1,0 +1,57 @@
+// Command pacer sends API operations to third-party providers for many
+// accounts without hammering their rate limits: see README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+)
+
+// version is the release this binary reports; set at build time with
+// -ldflags "-X main.version=…".
+var version = "0.1.0-dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newApp().RunContext(ctx, os.Args)
+	stop()
+	if err != nil {
+		var exit cli.ExitCoder
+		if errors.As(err, &exit) {
+			if msg := exit.Error(); msg != "" {
+				fmt.Fprintln(os.Stderr, "pacer:", msg)
+			}
+			os.Exit(exit.ExitCode())
+		}
+		fmt.Fprintln(os.Stderr, "pacer:", err)
+		os.Exit(1)
+	}
+}
+
+// newApp lists pacer's commands.
+func newApp() *cli.App {
+	return &cli.App{
+		Name:                 "pacer",
+		Usage:                "send API operations to providers without hammering their rate limits",
+		Version:              version,
+		EnableBashCompletion: true,
+		ExitErrHandler:       func(*cli.Context, error) {}, // main prints and exits
+		Commands: []*cli.Command{
+			serveCommand(),
+			{
+				Name:  "version",
+				Usage: "print the version",
+				Action: func(c *cli.Context) error {
+					_, err := fmt.Fprintln(c.App.Writer, "pacer", version)
+					return err
+				},
+			},
+		},
+	}
+}

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/urfave/cli/v2"
+
+	"pacer/db"
+	"pacer/httpapi"
+	"pacer/scheduler"
+)
+
+// serveCommand runs the service: API, engine and store in one process.
+func serveCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "run the pacer service",
+		Flags: []cli.Flag{
+			dbFlag(),
+			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", EnvVars: []string{"PACER_LISTEN"}, Usage: "address for the HTTP API"},
+			&cli.StringFlag{Name: "api-token", EnvVars: []string{"PACER_API_TOKEN"}, Usage: "bearer token the API requires; without one only loopback addresses are allowed"},
+			&cli.StringFlag{Name: "secret-key", EnvVars: []string{"PACER_SECRET_KEY"}, Usage: "base64 32-byte key that encrypts scope credentials"},
+			&cli.StringFlag{Name: "secret-key-file", EnvVars: []string{"PACER_SECRET_KEY_FILE"}, Usage: "file holding the base64 key (default: DB.key beside the database, created if missing)"},
+			&cli.IntFlag{Name: "workers", Value: scheduler.DefaultWorkers, EnvVars: []string{"PACER_WORKERS"}, Usage: "requests in flight at once"},
+			&cli.DurationFlag{Name: "request-timeout", Value: scheduler.DefaultRequestTimeout, EnvVars: []string{"PACER_REQUEST_TIMEOUT"}, Usage: "bound on one provider request"},
+			&cli.DurationFlag{Name: "lease", Value: scheduler.DefaultLeaseDuration, EnvVars: []string{"PACER_LEASE"}, Usage: "lease of a claimed operation; at least request-timeout + 5s"},
+			&cli.DurationFlag{Name: "shutdown-grace", Value: scheduler.DefaultShutdownGrace, EnvVars: []string{"PACER_SHUTDOWN_GRACE"}, Usage: "time in-flight requests may finish at shutdown"},
+			&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: []string{"PACER_LOG_LEVEL"}, Usage: "debug, info, warn or error"},
+		},
+		Action: runServe,
+	}
+}
+
+func dbFlag() cli.Flag {
+	return &cli.StringFlag{Name: "db", Value: "./pacer.db", EnvVars: []string{"PACER_DB"}, Usage: "SQLite database file"}
+}
+
+// runServe wires the store, engine and API, and runs them until a signal.
+func runServe(c *cli.Context) error {
+	logger, err := newLogger(c.String("log-level"))
+	if err != nil {
+		return cli.Exit(err.Error(), 2)
+	}
+	listen, token := c.String("listen"), c.String("api-token")
+	if token == "" && !loopback(listen) {
+		return cli.Exit(fmt.Sprintf("refusing to listen on %s without --api-token (PACER_API_TOKEN): without a token only loopback addresses are allowed", listen), 2)
+	}
+	dbPath := c.String("db")
+	lock, err := db.Lock(dbPath)
+	if err != nil {
+		return cli.Exit(err.Error(), 3)
+	}
+	defer lock.Release()
+
+	key, err := loadKey(c, dbPath, logger)
+	if err != nil {
+		return cli.Exit(err.Error(), 2)
+	}
+	store, err := db.Open(dbPath, db.Options{Key: key})
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("open database %s: %v", dbPath, err), 1)
+	}
+	defer store.Close()
+
+	clk := clock.New()
+	policy := scheduler.DefaultPolicy()
+	engine, err := scheduler.NewEngine(store, clk, policy, scheduler.EngineConfig{
+		Workers:        c.Int("workers"),
+		LeaseDuration:  c.Duration("lease"),
+		RequestTimeout: c.Duration("request-timeout"),
+		ShutdownGrace:  c.Duration("shutdown-grace"),
+		Logger:         logger,
+		UserAgent:      "pacer/" + version,
+	})
+	if err != nil {
+		return cli.Exit(err.Error(), 2)
+	}
+	ctx := c.Context
+	if n, err := engine.Recover(ctx); err != nil {
+		return fmt.Errorf("recover leases: %w", err)
+	} else if n > 0 {
+		logger.Warn("recovered leases left by an earlier process", "count", n)
+	}
+	service := scheduler.NewService(store, clk, policy, engine.Wake)
+	api, err := httpapi.New(httpapi.Config{Service: service, Token: token, Logger: logger})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("listen on %s: %v", listen, err), 1)
+	}
+	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	logger.Info("pacer serving", "listen", ln.Addr().String(), "db", dbPath, "version", version, "auth", token != "")
+
+	engineCtx, stopEngine := context.WithCancel(context.Background())
+	engineDone := make(chan error, 1)
+	go func() { engineDone <- engine.Run(engineCtx) }()
+	httpDone := make(chan error, 1)
+	go func() { httpDone <- srv.Serve(ln) }()
+
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down")
+	case err := <-httpDone:
+		stopEngine()
+		<-engineDone
+		return fmt.Errorf("http server: %w", err)
+	}
+	// Order: stop taking requests, then drain the engine, then close the store.
+	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		logger.Warn("http shutdown", "err", err)
+	}
+	stopEngine()
+	if err := <-engineDone; err != nil {
+		logger.Warn("engine shutdown", "err", err)
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+// loadKey finds the credentials key: --secret-key, --secret-key-file, or a
+// key file beside the database, created on first start.
+func loadKey(c *cli.Context, dbPath string, logger *slog.Logger) ([]byte, error) {
+	if k := c.String("secret-key"); k != "" {
+		return db.ParseKey(k)
+	}
+	path := c.String("secret-key-file")
+	if path == "" {
+		path = dbPath + ".key"
+	}
+	key, created, err := db.LoadOrCreateKeyFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		abs, _ := filepath.Abs(path)
+		logger.Warn("created a new secret key file for scope credentials; back it up with the database", "file", abs)
+	}
+	return key, nil
+}
+
+// loopback reports whether addr listens only on a loopback address.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// newLogger returns a slog logger: text on a terminal, JSON otherwise.
+func newLogger(level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %q is not debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+}
