@@ -18,8 +18,8 @@ func testOp(kind scheduler.Kind, method string, budgetAttempts int) scheduler.Op
 		ID: "op-1", Kind: kind, Request: scheduler.Request{Method: method, Path: "/x"},
 		RequestIdentity: "op-1", State: scheduler.StateRunning,
 		Attempt: budgetAttempts, BudgetAttempts: budgetAttempts,
-		Retry:       scheduler.Retry{MaxAttempts: 5, MaxElapsed: 24 * time.Hour},
-		CreatedAt:   t0.Add(-time.Hour), Deadline: t0.Add(23 * time.Hour),
+		Retry:     scheduler.Retry{MaxAttempts: 5, MaxElapsed: 24 * time.Hour},
+		CreatedAt: t0.Add(-time.Hour), Deadline: t0.Add(23 * time.Hour),
 		FirstSentAt: t0.Add(-time.Minute),
 	}
 }

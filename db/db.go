@@ -1,0 +1,311 @@
+// Package db is pacer's storage: it implements scheduler.Store on SQLite
+// (modernc.org/sqlite, no cgo) and owns every SQL statement, the embedded
+// schema and its migrations, the encryption of scope credentials at rest and
+// the one-process-per-database file lock.
+//
+// A DB has one writer connection (WAL, synchronous=NORMAL, immediate
+// transactions) and a separate pool of query-only read connections. Every
+// exported method is one transaction. The store never reads a clock: every
+// time comes from the caller. Times are stored as INTEGER Unix milliseconds
+// UTC and returned as UTC time.Time values (zero for "none").
+package db
+
+import (
+	"context"
+	"crypto/cipher"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"pacer/scheduler"
+)
+
+var _ scheduler.Store = (*DB)(nil)
+
+// DefaultReadConns is the size of the read pool when Options.ReadConns is 0.
+const DefaultReadConns = 4
+
+// BusyTimeout is how long a connection waits for a lock held by another
+// connection before it reports SQLITE_BUSY.
+const BusyTimeout = 10 * time.Second
+
+// Options configure Open.
+type Options struct {
+	// Key is the 32-byte AES-256 key that seals scope credentials (see
+	// ParseKey and LoadOrCreateKeyFile). Required.
+	Key []byte
+	// ReadConns bounds the read pool; 0 means DefaultReadConns.
+	ReadConns int
+}
+
+// DB is pacer's SQLite store. It is safe for concurrent use.
+type DB struct {
+	path  string
+	write *sql.DB // exactly one connection: SQLite has one writer
+	read  *sql.DB // query-only pool
+	aead  cipher.AEAD
+}
+
+// connRole selects the per-connection settings of connect.
+type connRole int
+
+const (
+	roleWriter connRole = iota // the single writer: immediate transactions
+	roleReader                 // the read pool: query_only
+	roleBackup                 // a one-off connection for VACUUM INTO
+)
+
+// connect opens a pool on the SQLite file at path with the per-connection
+// pragmas of role, set in the DSN so that every connection the pool opens
+// gets them. It is the only place that opens SQLite.
+func connect(path string, role connRole) (*sql.DB, error) {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
+	q.Add("_pragma", "foreign_keys(1)")
+	switch role {
+	case roleWriter:
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "synchronous(NORMAL)")
+		q.Set("_txlock", "immediate")
+	case roleReader:
+		q.Add("_pragma", "query_only(1)")
+	case roleBackup:
+	}
+	// The path goes through URL escaping so '?', '#' and '%' in a file name
+	// cannot be read as URI syntax.
+	u := url.URL{Scheme: "file", Opaque: (&url.URL{Path: path}).EscapedPath(), RawQuery: q.Encode()}
+	pool, err := sql.Open("sqlite", u.String())
+	if err != nil {
+		return nil, err
+	}
+	switch role {
+	case roleWriter, roleBackup:
+		pool.SetMaxOpenConns(1)
+		pool.SetMaxIdleConns(1)
+	}
+	pool.SetConnMaxLifetime(0)
+	pool.SetConnMaxIdleTime(0)
+	return pool, nil
+}
+
+// Open opens (creating if needed) the database at path, applies the schema
+// and any pending migrations, and returns the store. It fails when the
+// database's schema is newer than this binary knows, or when opts.Key is
+// not 32 bytes. Open does not take the process lock: see Lock.
+func Open(path string, opts Options) (*DB, error) {
+	aead, err := newAEAD(opts.Key)
+	if err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	readConns := opts.ReadConns
+	if readConns <= 0 {
+		readConns = DefaultReadConns
+	}
+
+	db := &DB{path: abs, aead: aead}
+	if db.write, err = connect(abs, roleWriter); err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	ctx := context.Background()
+	if err := db.write.PingContext(ctx); err != nil {
+		db.write.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	if err := migrate(ctx, db.write); err != nil {
+		db.write.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	if db.read, err = connect(abs, roleReader); err != nil {
+		db.write.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	db.read.SetMaxOpenConns(readConns)
+	db.read.SetMaxIdleConns(readConns)
+	if err := db.read.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// Path is the absolute path of the database file.
+func (db *DB) Path() string { return db.path }
+
+// Close closes every connection. The last connection to close checkpoints
+// the WAL into the database file.
+func (db *DB) Close() error {
+	var errs []error
+	if db.read != nil {
+		errs = append(errs, db.read.Close())
+	}
+	if db.write != nil {
+		errs = append(errs, db.write.Close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close database: %w", err)
+	}
+	return nil
+}
+
+// Check verifies the database: SQLite's integrity and foreign-key checks,
+// and that the schema version is the one this binary knows. It returns nil
+// when all is well, else an error listing the problems found.
+func (db *DB) Check(ctx context.Context) error {
+	tx, err := db.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("check database: %w", err)
+	}
+	defer tx.Rollback()
+
+	var problems []error
+	version, err := userVersion(ctx, tx)
+	if err != nil {
+		return fmt.Errorf("check database: %w", err)
+	}
+	if want := SchemaVersion(); version != want {
+		problems = append(problems, fmt.Errorf("schema version is %d, this binary expects %d", version, want))
+	}
+	rows, err := tx.QueryContext(ctx, `PRAGMA integrity_check`)
+	if err != nil {
+		return fmt.Errorf("check database: %w", err)
+	}
+	for rows.Next() {
+		var msg string
+		if err := rows.Scan(&msg); err != nil {
+			rows.Close()
+			return fmt.Errorf("check database: %w", err)
+		}
+		if msg != "ok" {
+			problems = append(problems, fmt.Errorf("integrity: %s", msg))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("check database: %w", err)
+	}
+	rows.Close()
+	rows, err = tx.QueryContext(ctx, `PRAGMA foreign_key_check`)
+	if err != nil {
+		return fmt.Errorf("check database: %w", err)
+	}
+	for rows.Next() {
+		var table, parent string
+		var rowid sql.NullInt64
+		var fkid int64
+		if err := rows.Scan(&table, &rowid, &parent, &fkid); err != nil {
+			rows.Close()
+			return fmt.Errorf("check database: %w", err)
+		}
+		problems = append(problems, fmt.Errorf("foreign key: %s row %d refers to a missing %s row", table, rowid.Int64, parent))
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("check database: %w", err)
+	}
+	rows.Close()
+	if len(problems) > 0 {
+		return fmt.Errorf("check database %s: %w", db.path, errors.Join(problems...))
+	}
+	return nil
+}
+
+// Backup writes a consistent, compacted copy of the database to the file
+// `to` (VACUUM INTO) while the store stays usable: it reads a snapshot on a
+// connection of its own, so writers are not blocked. It refuses to
+// overwrite an existing file.
+func (db *DB) Backup(ctx context.Context, to string) error {
+	abs, err := filepath.Abs(to)
+	if err != nil {
+		return fmt.Errorf("back up to %s: %w", to, err)
+	}
+	if _, err := os.Stat(abs); err == nil {
+		return fmt.Errorf("back up to %s: file exists; choose a new file name", to)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("back up to %s: %w", to, err)
+	}
+	conn, err := connect(db.path, roleBackup)
+	if err != nil {
+		return fmt.Errorf("back up to %s: %w", to, err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `VACUUM INTO ?`, abs); err != nil {
+		return fmt.Errorf("back up to %s: %w", to, err)
+	}
+	return nil
+}
+
+// beginWrite starts an immediate transaction on the writer connection.
+func (db *DB) beginWrite(ctx context.Context) (*sql.Tx, error) {
+	return db.write.BeginTx(ctx, nil)
+}
+
+// beginRead starts a read transaction (one consistent snapshot) on the read
+// pool.
+func (db *DB) beginRead(ctx context.Context) (*sql.Tx, error) {
+	return db.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+}
+
+// millis converts t to stored Unix milliseconds.
+func millis(t time.Time) int64 { return t.UnixMilli() }
+
+// nullMillis converts t to stored Unix milliseconds, NULL for the zero time.
+func nullMillis(t time.Time) sql.NullInt64 {
+	if t.IsZero() {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: t.UnixMilli(), Valid: true}
+}
+
+// fromMillis converts stored Unix milliseconds to a UTC time; 0 is the zero
+// time.
+func fromMillis(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+// fromNullMillis converts a nullable stored time; NULL is the zero time.
+func fromNullMillis(v sql.NullInt64) time.Time {
+	if !v.Valid {
+		return time.Time{}
+	}
+	return fromMillis(v.Int64)
+}
+
+// nullString stores s, NULL when empty.
+func nullString(s string) sql.NullString {
+	return sql.NullString{String: s, Valid: s != ""}
+}
+
+// constraintCode returns the extended SQLite result code of a constraint
+// violation (sqlite3.SQLITE_CONSTRAINT_UNIQUE, …), or 0 when err is not one.
+func constraintCode(err error) int {
+	var se *sqlite.Error
+	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT {
+		return se.Code()
+	}
+	return 0
+}
+
+// isUniqueViolation reports whether err is a UNIQUE or PRIMARY KEY
+// constraint violation.
+func isUniqueViolation(err error) bool {
+	c := constraintCode(err)
+	return c == sqlite3.SQLITE_CONSTRAINT_UNIQUE || c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+}
+
+// isForeignKeyViolation reports whether err is a FOREIGN KEY constraint
+// violation.
+func isForeignKeyViolation(err error) bool {
+	return constraintCode(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
+}

@@ -1,0 +1,276 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"pacer/providers"
+	"pacer/scheduler"
+)
+
+// scopeColumns are the columns scanScope reads, in order, for table alias s.
+// The last one is the in-flight count, derived from running rows.
+const scopeColumns = `s.id, s.name, s.provider, s.base_url, s.credentials, s.idempotency_header,
+	s.max_concurrent, s.rate_requests, s.rate_per_ms, s.hold_reason, s.paused_until, s.pause_reason,
+	s.budget_remaining, s.budget_limit, s.budget_reset_at, s.created_at, s.updated_at,
+	(SELECT COUNT(*) FROM operations r WHERE r.scope_id = s.id AND r.state = 'running')`
+
+// scopeRow is a scope as stored, with its row ID and rate slot.
+type scopeRow struct {
+	id int64
+	scheduler.Scope
+}
+
+// scanScope reads scopeColumns and decrypts the credentials. When only the
+// credentials fail to open it returns the rest of the row with a
+// *CredentialsError.
+func (db *DB) scanScope(row interface{ Scan(...any) error }) (scopeRow, error) {
+	var (
+		sr                                   scopeRow
+		creds                                []byte
+		rateRequests, ratePerMS              sql.NullInt64
+		hold                                 sql.NullString
+		pausedUntil, createdAt, updatedAt    int64
+		budgetRemaining, budgetLimit, resetAt sql.NullInt64
+	)
+	s := &sr.Scope
+	err := row.Scan(&sr.id, &s.Name, &s.Provider, &s.BaseURL, &creds, &s.IdempotencyHeader,
+		&s.MaxConcurrent, &rateRequests, &ratePerMS, &hold, &pausedUntil, &s.PauseReason,
+		&budgetRemaining, &budgetLimit, &resetAt, &createdAt, &updatedAt, &s.InFlight)
+	if err != nil {
+		return scopeRow{}, err
+	}
+	if rateRequests.Valid {
+		s.RateLimit = &scheduler.RateLimit{Requests: int(rateRequests.Int64), Per: time.Duration(ratePerMS.Int64) * time.Millisecond}
+	}
+	s.HoldReason = scheduler.HoldReason(hold.String)
+	s.PausedUntil = fromMillis(pausedUntil)
+	if budgetRemaining.Valid {
+		s.Budget = &providers.Budget{Remaining: budgetRemaining.Int64, Limit: budgetLimit.Int64, ResetAt: fromNullMillis(resetAt)}
+	}
+	s.CreatedAt = fromMillis(createdAt)
+	s.UpdatedAt = fromMillis(updatedAt)
+	s.Credentials, err = db.openCredentials(s.Name, creds)
+	return sr, err
+}
+
+// PutScope creates or replaces the scope cfg.Name (see scheduler.Store).
+// The credentials are sealed with AES-256-GCM. A replace keeps the scope's
+// pause, hold and budget figures, except that new credentials lift an
+// authRevoked hold. Both cases write an audit entry ("putScope") that never
+// mentions the credentials' values.
+func (db *DB) PutScope(ctx context.Context, cfg scheduler.ScopeConfig, act scheduler.Action) (scheduler.Scope, bool, error) {
+	tx, err := db.beginWrite(ctx)
+	if err != nil {
+		return scheduler.Scope{}, false, fmt.Errorf("put scope %s: %w", cfg.Name, err)
+	}
+	defer tx.Rollback()
+	created, err := db.putScope(ctx, tx, cfg, act)
+	if err != nil {
+		return scheduler.Scope{}, false, fmt.Errorf("put scope %s: %w", cfg.Name, err)
+	}
+	sr, err := db.findScopeByName(ctx, tx, cfg.Name)
+	if err != nil {
+		return scheduler.Scope{}, false, fmt.Errorf("put scope %s: %w", cfg.Name, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return scheduler.Scope{}, false, fmt.Errorf("put scope %s: %w", cfg.Name, err)
+	}
+	return sr.Scope, created, nil
+}
+
+func (db *DB) putScope(ctx context.Context, tx *sql.Tx, cfg scheduler.ScopeConfig, act scheduler.Action) (created bool, err error) {
+	if cfg.MaxConcurrent < 1 {
+		return false, fmt.Errorf("max concurrent must be at least 1, got %d", cfg.MaxConcurrent)
+	}
+	sealed, err := db.sealCredentials(cfg.Name, cfg.Credentials)
+	if err != nil {
+		return false, err
+	}
+	var rateRequests, ratePerMS sql.NullInt64
+	if rl := cfg.RateLimit; rl != nil {
+		if rl.Requests < 1 || rl.Per < time.Millisecond {
+			return false, fmt.Errorf("rate limit needs at least 1 request per millisecond or longer, got %d per %s", rl.Requests, rl.Per)
+		}
+		rateRequests = sql.NullInt64{Int64: int64(rl.Requests), Valid: true}
+		ratePerMS = sql.NullInt64{Int64: rl.Per.Milliseconds(), Valid: true}
+	}
+
+	old, err := db.findScopeByName(ctx, tx, cfg.Name)
+	if errors.Is(err, scheduler.ErrNotFound) {
+		_, err = tx.ExecContext(ctx, `
+			INSERT INTO scopes (name, provider, base_url, credentials, idempotency_header, max_concurrent,
+				rate_requests, rate_per_ms, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			cfg.Name, cfg.Provider, cfg.BaseURL, sealed, cfg.IdempotencyHeader, cfg.MaxConcurrent,
+			rateRequests, ratePerMS, millis(act.At), millis(act.At))
+		if err != nil {
+			return false, err
+		}
+		detail := fmt.Sprintf("created: provider %s, %s", cfg.Provider, describeConfig(cfg))
+		return true, insertAudit(ctx, tx, auditRow{scope: cfg.Name, action: "putScope", act: act, detail: detail})
+	}
+	var credErr *CredentialsError
+	if err != nil && !errors.As(err, &credErr) {
+		return false, err
+	}
+
+	// An old blob that no longer opens (another key) counts as changed.
+	credsChanged := err != nil || old.Credentials != cfg.Credentials
+	hold := sql.NullString{String: string(old.HoldReason), Valid: old.HoldReason != ""}
+	var notes []string
+	if credsChanged {
+		notes = append(notes, "credentials replaced")
+		if old.HoldReason == scheduler.HoldAuthRevoked {
+			hold = sql.NullString{}
+			notes = append(notes, "authRevoked hold lifted")
+		}
+	}
+	// Without a configured rate there is no slot to wait for.
+	_, err = tx.ExecContext(ctx, `
+		UPDATE scopes SET provider = ?, base_url = ?, credentials = ?, idempotency_header = ?,
+			max_concurrent = ?, rate_requests = ?, rate_per_ms = ?, hold_reason = ?,
+			next_slot_at = CASE WHEN ? IS NULL THEN 0 ELSE next_slot_at END, updated_at = ?
+		WHERE name = ?`,
+		cfg.Provider, cfg.BaseURL, sealed, cfg.IdempotencyHeader,
+		cfg.MaxConcurrent, rateRequests, ratePerMS, hold,
+		rateRequests, millis(act.At), cfg.Name)
+	if err != nil {
+		return false, err
+	}
+	detail := fmt.Sprintf("replaced: provider %s, %s", cfg.Provider, describeConfig(cfg))
+	if len(notes) > 0 {
+		detail += "; " + strings.Join(notes, "; ")
+	}
+	return false, insertAudit(ctx, tx, auditRow{scope: cfg.Name, action: "putScope", act: act, detail: detail})
+}
+
+// describeConfig summarizes a scope's limits for the audit trail; it never
+// mentions credential values.
+func describeConfig(cfg scheduler.ScopeConfig) string {
+	s := fmt.Sprintf("base URL %s, max concurrent %d", cfg.BaseURL, cfg.MaxConcurrent)
+	if cfg.RateLimit != nil {
+		s += fmt.Sprintf(", rate %d per %s", cfg.RateLimit.Requests, cfg.RateLimit.Per)
+	}
+	if cfg.Credentials.Type != scheduler.CredentialNone {
+		s += ", " + string(cfg.Credentials.Type) + " credentials"
+	}
+	return s
+}
+
+// GetScope returns the scope with decrypted credentials and its in-flight
+// count, or ErrNotFound.
+func (db *DB) GetScope(ctx context.Context, name string) (scheduler.Scope, error) {
+	tx, err := db.beginRead(ctx)
+	if err != nil {
+		return scheduler.Scope{}, fmt.Errorf("get scope %s: %w", name, err)
+	}
+	defer tx.Rollback()
+	sr, err := db.findScopeByName(ctx, tx, name)
+	if err != nil {
+		return scheduler.Scope{}, fmt.Errorf("get scope %s: %w", name, err)
+	}
+	return sr.Scope, nil
+}
+
+// ListScopes returns every scope by name, with decrypted credentials and
+// in-flight counts.
+func (db *DB) ListScopes(ctx context.Context) ([]scheduler.Scope, error) {
+	tx, err := db.beginRead(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list scopes: %w", err)
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, `SELECT `+scopeColumns+` FROM scopes s ORDER BY s.name`)
+	if err != nil {
+		return nil, fmt.Errorf("list scopes: %w", err)
+	}
+	defer rows.Close()
+	var out []scheduler.Scope
+	for rows.Next() {
+		sr, err := db.scanScope(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list scopes: %w", err)
+		}
+		out = append(out, sr.Scope)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list scopes: %w", err)
+	}
+	return out, nil
+}
+
+// ResumeScope lifts the scope's hold and pause and records act ("resume").
+// Operations keep their own next attempt times. ErrNotFound for an unknown
+// scope.
+func (db *DB) ResumeScope(ctx context.Context, name string, act scheduler.Action) (scheduler.Scope, error) {
+	tx, err := db.beginWrite(ctx)
+	if err != nil {
+		return scheduler.Scope{}, fmt.Errorf("resume scope %s: %w", name, err)
+	}
+	defer tx.Rollback()
+	sr, err := db.resumeScope(ctx, tx, name, act)
+	if err != nil {
+		return scheduler.Scope{}, fmt.Errorf("resume scope %s: %w", name, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return scheduler.Scope{}, fmt.Errorf("resume scope %s: %w", name, err)
+	}
+	return sr.Scope, nil
+}
+
+func (db *DB) resumeScope(ctx context.Context, tx *sql.Tx, name string, act scheduler.Action) (scopeRow, error) {
+	var (
+		hold        sql.NullString
+		pausedUntil int64
+	)
+	err := tx.QueryRowContext(ctx, `SELECT hold_reason, paused_until FROM scopes WHERE name = ?`, name).Scan(&hold, &pausedUntil)
+	if errors.Is(err, sql.ErrNoRows) {
+		return scopeRow{}, scheduler.ErrNotFound
+	} else if err != nil {
+		return scopeRow{}, err
+	}
+	var was []string
+	if hold.Valid {
+		was = append(was, "held ("+hold.String+")")
+	}
+	if pausedUntil > millis(act.At) {
+		was = append(was, "paused until "+fromMillis(pausedUntil).Format(time.RFC3339))
+	}
+	if len(was) == 0 {
+		was = append(was, "open")
+	}
+	_, err = tx.ExecContext(ctx, `
+		UPDATE scopes SET hold_reason = NULL, paused_until = 0, pause_reason = '', updated_at = ?
+		WHERE name = ?`, millis(act.At), name)
+	if err != nil {
+		return scopeRow{}, err
+	}
+	detail := strings.Join(was, ", ") + " → open"
+	if err := insertAudit(ctx, tx, auditRow{scope: name, action: "resume", act: act, detail: detail}); err != nil {
+		return scopeRow{}, err
+	}
+	return db.findScopeByName(ctx, tx, name)
+}
+
+// findScopeByName reads one scope, or ErrNotFound.
+func (db *DB) findScopeByName(ctx context.Context, tx *sql.Tx, name string) (scopeRow, error) {
+	sr, err := db.scanScope(tx.QueryRowContext(ctx, `SELECT `+scopeColumns+` FROM scopes s WHERE s.name = ?`, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return scopeRow{}, scheduler.ErrNotFound
+	}
+	return sr, err
+}
+
+// findScopeByID reads one scope by row ID.
+func (db *DB) findScopeByID(ctx context.Context, tx *sql.Tx, id int64) (scopeRow, error) {
+	sr, err := db.scanScope(tx.QueryRowContext(ctx, `SELECT `+scopeColumns+` FROM scopes s WHERE s.id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return scopeRow{}, fmt.Errorf("scope row %d: %w", id, scheduler.ErrNotFound)
+	}
+	return sr, err
+}

@@ -1,0 +1,149 @@
+package db
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"runtime"
+	"strings"
+
+	"pacer/scheduler"
+)
+
+// KeySize is the length of the credentials key: AES-256.
+const KeySize = 32
+
+// sealVersion prefixes every sealed blob, so the format can change later.
+const sealVersion byte = 1
+
+// newAEAD returns AES-256-GCM under key.
+func newAEAD(key []byte) (cipher.AEAD, error) {
+	if len(key) != KeySize {
+		return nil, fmt.Errorf("credentials key must be %d bytes, got %d", KeySize, len(key))
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, fmt.Errorf("credentials key: %w", err)
+	}
+	return cipher.NewGCM(block)
+}
+
+// sealCredentials encrypts c with a random nonce; the scope name is the
+// additional data, so the blob opens only for that scope. The result is
+// version byte | nonce | ciphertext and tag.
+func (db *DB) sealCredentials(scope string, c scheduler.Credentials) ([]byte, error) {
+	plain, err := json.Marshal(c)
+	if err != nil {
+		return nil, errors.New("seal credentials: cannot encode")
+	}
+	out := make([]byte, 1+db.aead.NonceSize(), 1+db.aead.NonceSize()+len(plain)+db.aead.Overhead())
+	out[0] = sealVersion
+	if _, err := rand.Read(out[1:]); err != nil {
+		return nil, fmt.Errorf("seal credentials: %w", err)
+	}
+	out = db.aead.Seal(out, out[1:], plain, []byte(scope))
+	clear(plain)
+	return out, nil
+}
+
+// CredentialsError reports stored credentials that do not open: the key is
+// not the one they were sealed with, or the data is corrupted. Replacing
+// the scope (PutScope) seals new credentials with the current key. It never
+// carries secret values.
+type CredentialsError struct {
+	Scope string
+	// Problem says what is wrong, in words.
+	Problem string
+}
+
+// Error implements error.
+func (e *CredentialsError) Error() string {
+	return "open credentials of scope " + e.Scope + ": " + e.Problem
+}
+
+// openCredentials decrypts a blob sealed for scope. Its errors are
+// *CredentialsError and never carry the plaintext.
+func (db *DB) openCredentials(scope string, blob []byte) (scheduler.Credentials, error) {
+	n := db.aead.NonceSize()
+	if len(blob) < 1+n+db.aead.Overhead() || blob[0] != sealVersion {
+		return scheduler.Credentials{}, &CredentialsError{scope, "unknown format"}
+	}
+	plain, err := db.aead.Open(nil, blob[1:1+n], blob[1+n:], []byte(scope))
+	if err != nil {
+		return scheduler.Credentials{}, &CredentialsError{scope, "wrong key or corrupted data (put the scope's credentials again to reseal them)"}
+	}
+	defer clear(plain)
+	var c scheduler.Credentials
+	if err := json.Unmarshal(plain, &c); err != nil {
+		return scheduler.Credentials{}, &CredentialsError{scope, "malformed"}
+	}
+	return c, nil
+}
+
+// ParseKey decodes a base64 credentials key (standard or URL alphabet,
+// padded or not; surrounding space ignored). It must decode to 32 bytes.
+// Errors never echo the input.
+func ParseKey(b64 string) ([]byte, error) {
+	s := strings.TrimSpace(b64)
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		key, err := enc.DecodeString(s)
+		if err != nil {
+			continue
+		}
+		if len(key) != KeySize {
+			return nil, fmt.Errorf("credentials key must decode to %d bytes, got %d (generate one with: head -c 32 /dev/urandom | base64)", KeySize, len(key))
+		}
+		return key, nil
+	}
+	return nil, errors.New("credentials key is not valid base64 (generate one with: head -c 32 /dev/urandom | base64)")
+}
+
+// LoadOrCreateKeyFile reads the base64 credentials key in the file at path.
+// When the file does not exist it creates it, with mode 0600, holding 32
+// random bytes in base64, and reports created. It refuses a key file that
+// its group or others may read or write (on systems with Unix permissions):
+// fix it with chmod 600.
+func LoadOrCreateKeyFile(path string) (key []byte, created bool, err error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	switch {
+	case err == nil:
+		key = make([]byte, KeySize)
+		if _, err := rand.Read(key); err != nil {
+			f.Close()
+			os.Remove(path)
+			return nil, false, fmt.Errorf("create key file %s: %w", path, err)
+		}
+		_, werr := f.WriteString(base64.StdEncoding.EncodeToString(key) + "\n")
+		if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
+			os.Remove(path)
+			return nil, false, fmt.Errorf("create key file %s: %w", path, err)
+		}
+		return key, true, nil
+	case !errors.Is(err, fs.ErrExist):
+		return nil, false, fmt.Errorf("create key file %s: %w", path, err)
+	}
+
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, false, fmt.Errorf("read key file %s: %w", path, err)
+	}
+	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
+		return nil, false, fmt.Errorf("key file %s has mode %04o: group and others must have no access (run: chmod 600 %s)", path, fi.Mode().Perm(), path)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, false, fmt.Errorf("read key file %s: %w", path, err)
+	}
+	key, err = ParseKey(string(b))
+	clear(b)
+	if err != nil {
+		return nil, false, fmt.Errorf("read key file %s: %w", path, err)
+	}
+	return key, false, nil
+}

@@ -1,0 +1,184 @@
+package httpapi
+
+import (
+	"strings"
+	"time"
+
+	"pacer/scheduler"
+)
+
+// PutScopeRequest is the body of PUT /v1/scopes/{providerScope}.
+type PutScopeRequest struct {
+	// Provider names the provider profile ("github", "stripe", "generic").
+	Provider string `json:"provider"`
+	// BaseURL is the absolute http(s) URL operation paths are relative to.
+	BaseURL string `json:"baseURL"`
+	// Credentials authenticate the scope's requests; nil for none.
+	Credentials *CredentialsRequest `json:"credentials,omitempty"`
+	// MaxConcurrent bounds the scope's requests in flight; 0 for the
+	// profile's default.
+	MaxConcurrent int `json:"maxConcurrent,omitempty"`
+	// RateLimit is the scope's configured budget; nil for the profile's.
+	RateLimit *RateLimit `json:"rateLimit,omitempty"`
+	// IdempotencyHeader tells a generic scope its provider honours
+	// idempotency keys in this header.
+	IdempotencyHeader string `json:"idempotencyHeader,omitempty"`
+}
+
+// CredentialsRequest is a scope's credentials as written. They are
+// write-only: no response ever carries them.
+type CredentialsRequest struct {
+	// Type is "bearer" (Token), "header" (Name, Value) or "basic"
+	// (Username, Password).
+	Type     string `json:"type"`
+	Token    string `json:"token,omitempty"`
+	Name     string `json:"name,omitempty"`
+	Value    string `json:"value,omitempty"`
+	Username string `json:"username,omitempty"`
+	Password string `json:"password,omitempty"`
+}
+
+// RateLimit is a budget of Requests sends per window Per, a Go duration
+// string such as "1h" or "15m".
+type RateLimit struct {
+	Requests int    `json:"requests"`
+	Per      string `json:"per"`
+}
+
+// ResumeScopeRequest is the body of POST /v1/scopes/{providerScope}/resume.
+type ResumeScopeRequest struct {
+	// Reason says why, for the audit trail. Required.
+	Reason string `json:"reason"`
+}
+
+// Scope is a scope as the API shows it. It never carries credentials, only
+// whether they are configured.
+type Scope struct {
+	ProviderScope     string            `json:"providerScope"`
+	Provider          string            `json:"provider"`
+	BaseURL           string            `json:"baseURL"`
+	Credentials       CredentialsStatus `json:"credentials"`
+	IdempotencyHeader *string           `json:"idempotencyHeader"`
+	MaxConcurrent     int               `json:"maxConcurrent"`
+	RateLimit         *RateLimit        `json:"rateLimit"`
+	// Status is "open", "paused" or "held" at the time of the response.
+	Status      string     `json:"status"`
+	PausedUntil *time.Time `json:"pausedUntil"`
+	PauseReason *string    `json:"pauseReason"`
+	HoldReason  *string    `json:"holdReason"`
+	// Remaining, Limit and ResetAt are the last budget figures the provider
+	// reported; null when unknown.
+	Remaining *int64     `json:"remaining"`
+	Limit     *int64     `json:"limit"`
+	ResetAt   *time.Time `json:"resetAt"`
+	// InFlight counts the scope's requests being sent now.
+	InFlight  int        `json:"inFlight"`
+	CreatedAt *time.Time `json:"createdAt"`
+	UpdatedAt *time.Time `json:"updatedAt"`
+}
+
+// CredentialsStatus shows whether a scope has credentials, never what they
+// are.
+type CredentialsStatus struct {
+	// Type is the credential type; omitted when none are configured.
+	Type       string `json:"type,omitempty"`
+	Configured bool   `json:"configured"`
+}
+
+// ScopeList is the body of GET /v1/scopes.
+type ScopeList struct {
+	Scopes []Scope `json:"scopes"`
+}
+
+// input converts the body of a PUT for scope name, collecting parse errors
+// in errs.
+func (b PutScopeRequest) input(name string, errs *[]FieldError) scheduler.ScopeInput {
+	in := scheduler.ScopeInput{
+		Name: name, Provider: b.Provider, BaseURL: b.BaseURL,
+		IdempotencyHeader: b.IdempotencyHeader, MaxConcurrent: b.MaxConcurrent,
+	}
+	if c := b.Credentials; c != nil {
+		in.Credentials = scheduler.Credentials{
+			Type: scheduler.CredentialType(c.Type), Token: c.Token, Name: c.Name,
+			Value: c.Value, Username: c.Username, Password: c.Password,
+		}
+	}
+	if rl := b.RateLimit; rl != nil {
+		per, ok := parseDuration(rl.Per)
+		if !ok {
+			*errs = append(*errs, FieldError{"rateLimit.per", `must be a duration such as "1h" or "15m"`})
+		}
+		in.RateLimit = &scheduler.RateLimit{Requests: rl.Requests, Per: per}
+	}
+	return in
+}
+
+// newScope converts a domain scope for a response at now.
+func newScope(sc scheduler.Scope, now time.Time) Scope {
+	out := Scope{
+		ProviderScope:     sc.Name,
+		Provider:          sc.Provider,
+		BaseURL:           sc.BaseURL,
+		Credentials:       CredentialsStatus{Type: string(sc.Credentials.Type), Configured: sc.Credentials.Type != scheduler.CredentialNone},
+		IdempotencyHeader: optString(sc.IdempotencyHeader),
+		MaxConcurrent:     sc.MaxConcurrent,
+		Status:            string(sc.Status(now)),
+		HoldReason:        optString(string(sc.HoldReason)),
+		InFlight:          sc.InFlight,
+		CreatedAt:         optTime(sc.CreatedAt),
+		UpdatedAt:         optTime(sc.UpdatedAt),
+	}
+	if rl := sc.RateLimit; rl != nil {
+		out.RateLimit = &RateLimit{Requests: rl.Requests, Per: formatDuration(rl.Per)}
+	}
+	if sc.PausedUntil.After(now) {
+		out.PausedUntil = optTime(sc.PausedUntil)
+		out.PauseReason = optString(sc.PauseReason)
+	}
+	if b := sc.Budget; b != nil {
+		remaining := b.Remaining
+		out.Remaining = &remaining
+		if b.Limit > 0 {
+			limit := b.Limit
+			out.Limit = &limit
+		}
+		out.ResetAt = optTime(b.ResetAt)
+	}
+	return out
+}
+
+// optTime returns t in UTC, or nil when t is zero (shown as null).
+func optTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// optString returns &s, or nil when s is empty (shown as null).
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// parseDuration parses a Go duration string; ok is false when s is not one.
+func parseDuration(s string) (time.Duration, bool) {
+	d, err := time.ParseDuration(s)
+	return d, err == nil
+}
+
+// formatDuration writes d as a Go duration string without zero tails:
+// "1h", "1h30m", "90s".
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
