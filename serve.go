@@ -67,7 +67,7 @@ func runServe(c *cli.Context) error {
 	}
 	store, err := db.Open(dbPath, db.Options{Key: key})
 	if err != nil {
-		return cli.Exit(fmt.Sprintf("open database %s: %v", dbPath, err), 1)
+		return cli.Exit(err.Error(), 1)
 	}
 	defer store.Close()
 

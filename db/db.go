@@ -97,8 +97,9 @@ func connect(path string, role connRole) (*sql.DB, error) {
 
 // Open opens (creating if needed) the database at path, applies the schema
 // and any pending migrations, and returns the store. It fails when the
-// database's schema is newer than this binary knows, or when opts.Key is
-// not 32 bytes. Open does not take the process lock: see Lock.
+// database's schema is newer than this binary knows (*SchemaTooNewError),
+// when opts.Key is not 32 bytes, or when the key does not open the stored
+// credentials. Open does not take the process lock: see Lock.
 func Open(path string, opts Options) (*DB, error) {
 	aead, err := newAEAD(opts.Key)
 	if err != nil {
@@ -136,7 +137,30 @@ func Open(path string, opts Options) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
+	if err := db.verifyKey(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
 	return db, nil
+}
+
+// verifyKey checks that the key opens the stored credentials (of the
+// first scope), so a wrong key fails at start-up, not at the first send.
+func (db *DB) verifyKey(ctx context.Context) error {
+	var (
+		name string
+		blob []byte
+	)
+	err := db.read.QueryRowContext(ctx, `SELECT name, credentials FROM scopes ORDER BY id LIMIT 1`).Scan(&name, &blob)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if _, err := db.openCredentials(name, blob); err != nil {
+		return fmt.Errorf("the credentials key does not open the stored credentials of scope %s: use the key this database was created with", name)
+	}
+	return nil
 }
 
 // Path is the absolute path of the database file.

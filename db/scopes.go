@@ -30,11 +30,11 @@ type scopeRow struct {
 // *CredentialsError.
 func (db *DB) scanScope(row interface{ Scan(...any) error }) (scopeRow, error) {
 	var (
-		sr                                   scopeRow
-		creds                                []byte
-		rateRequests, ratePerMS              sql.NullInt64
-		hold                                 sql.NullString
-		pausedUntil, createdAt, updatedAt    int64
+		sr                                    scopeRow
+		creds                                 []byte
+		rateRequests, ratePerMS               sql.NullInt64
+		hold                                  sql.NullString
+		pausedUntil, createdAt, updatedAt     int64
 		budgetRemaining, budgetLimit, resetAt sql.NullInt64
 	)
 	s := &sr.Scope

@@ -127,7 +127,9 @@ func jsonKind(v string) string {
 		return "that value"
 	case v == "object", v == "array":
 		return "an " + v
-	case strings.HasPrefix(v, "number"):
+	case strings.HasPrefix(v, "number "):
+		return strings.TrimPrefix(v, "number ")
+	case v == "number":
 		return "a number"
 	case v == "bool":
 		return "a boolean"
@@ -143,7 +145,9 @@ func jsonTypeName(e *json.UnmarshalTypeError) string {
 	switch e.Type.Kind().String() {
 	case "string":
 		return "a string"
-	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64", "float32", "float64":
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
+		return "a whole number"
+	case "float32", "float64":
 		return "a number"
 	case "bool":
 		return "a boolean"

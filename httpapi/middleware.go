@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 
@@ -94,13 +95,18 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 }
 
 // accessLog logs one line per request: method, escaped path, status, size
-// and duration. Headers (and so credentials) are never logged.
+// and duration (health probes at debug level). Headers (and so
+// credentials) and bodies are never logged.
 func (s *Server) accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := s.svc.Now() // the one clock, as everywhere in pacer
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 		next.ServeHTTP(ww, r)
-		s.log.InfoContext(r.Context(), "http request",
+		level := slog.LevelInfo
+		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+			level = slog.LevelDebug
+		}
+		s.log.Log(r.Context(), level, "http request",
 			"method", r.Method, "path", r.URL.EscapedPath(), "status", ww.Status(),
 			"bytes", ww.BytesWritten(), "duration", s.svc.Now().Sub(start))
 	})

@@ -35,8 +35,9 @@ type EnqueueRequest struct {
 // Request is an operation's HTTP request, relative to its scope's base URL.
 // A body is either Body, any JSON value (sent as application/json unless
 // Headers give a Content-Type), or BodyBase64, raw bytes sent with the
-// Content-Type in Headers. In responses Body carries a JSON body and
-// BodyBase64 any other.
+// Content-Type in Headers; a Content-Type without a body is ignored. In
+// responses Body carries a JSON body and BodyBase64 any other, and the
+// body's media type shows as the Content-Type header.
 type Request struct {
 	Method  string            `json:"method"`
 	Path    string            `json:"path"`
@@ -271,9 +272,6 @@ func (e EnqueueRequest) input(prefix string, errs *[]FieldError) scheduler.Opera
 		if len(b) > 0 {
 			in.Body, in.ContentType = b, contentType
 		}
-	}
-	if ctKey != "" && len(in.Body) == 0 && e.Request.BodyBase64 == nil {
-		add("request.headers."+ctKey, "is only allowed with a body (body or bodyBase64)")
 	}
 
 	if e.NotBefore != "" {

@@ -33,6 +33,8 @@ type Generic struct {
 	idem Idempotency
 }
 
+var _ Profile = (*Generic)(nil)
+
 // NewGeneric returns the generic profile. With opts.IdempotencyHeader set,
 // the provider is taken to honour keys in that header for 24 hours, on every
 // mutation.

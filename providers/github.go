@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// GitHubSecondaryWait is how long the GitHub profile waits after a secondary
-// rate limit that names no time: GitHub asks for at least one minute
+// GitHubSecondaryWait is how long the GitHub profile waits after a rate
+// limit that names no usable time: GitHub asks for at least one minute
 // (providers.md §1).
 const GitHubSecondaryWait = time.Minute
 
@@ -19,8 +19,9 @@ const GitHubSecondaryWait = time.Minute
 // present, or the message mentions a rate limit (a 429 always is). A primary
 // limit (remaining 0) waits for retry-after, else x-ratelimit-reset (epoch
 // seconds, converted through Date); a secondary limit waits for
-// retry-after, else the reset when remaining is 0, else
-// GitHubSecondaryWait (Hint Source "github-secondary-default"). Any other
+// retry-after, else the reset when remaining is 0. Without a usable value
+// either waits GitHubSecondaryWait (Hint Source "github-secondary-default",
+// or "github-default" for a primary limit whose reset is unusable). Any other
 // 403 is permanent ("permission"). 401 is authRevoked; 400, 404, 409, 410
 // and 422 are permanent (422 with errors[].code already_exists has Reason
 // "already-exists"). GitHub honours no idempotency keys, so every 5xx on a
@@ -29,6 +30,8 @@ const GitHubSecondaryWait = time.Minute
 // budget of the resource named by x-ratelimit-resource (core, search, …),
 // which the Detail names.
 type GitHub struct{}
+
+var _ Profile = (*GitHub)(nil)
 
 // NewGitHub returns the GitHub profile.
 func NewGitHub() *GitHub { return &GitHub{} }
@@ -76,15 +79,16 @@ func (g *GitHub) Classify(ex Exchange) Outcome {
 		}
 		o.Hint = ChooseHint(hints...)
 		notes = append(notes, hintNotes(hints...)...)
+		fallback := "github-default"
 		o.Reason = "primary-rate-limit"
 		if e.secondary() || !exhausted {
-			o.Reason = "secondary-rate-limit"
-			if !o.Hint.Usable() {
-				o.Hint = Hint{
-					Source: "github-secondary-default",
-					At:     ex.Now.Add(GitHubSecondaryWait),
-					Note:   "no usable retry-after or reset; GitHub asks to wait at least one minute",
-				}
+			o.Reason, fallback = "secondary-rate-limit", "github-secondary-default"
+		}
+		if !o.Hint.Usable() {
+			o.Hint = Hint{
+				Source: fallback,
+				At:     ex.Now.Add(GitHubSecondaryWait),
+				Note:   "no usable retry-after or reset; GitHub asks to wait at least one minute",
 			}
 		}
 	case st == 403:

@@ -127,20 +127,28 @@ func ParseRateLimit(field string) ([]RateLimitItem, error) {
 // then latest reset); policies counted in other units are skipped. The
 // Hint is the reset as a time (Source "ratelimit" or "ratelimit-reset"),
 // zero when no reset was stated. The Budget is nil when no usable remaining
-// figure was found. Malformed fields are ignored.
+// figure was found. A malformed field is ignored, as the draft requires, and
+// the next form is tried.
 func ReadIETFRateLimit(h http.Header, now time.Time) (*Budget, Hint) {
-	field := strings.Join(h.Values("Ratelimit"), ", ")
-	if field == "" {
-		return ReadBudget(h, BudgetHeaders{
-			Limit: "Ratelimit-Limit", Remaining: "Ratelimit-Remaining",
-			Reset: "Ratelimit-Reset", ResetForm: ResetDeltaSeconds,
-		}, now)
+	if field := strings.Join(h.Values("Ratelimit"), ", "); field != "" {
+		policies, _ := ParseRateLimitPolicy(strings.Join(h.Values("Ratelimit-Policy"), ", "))
+		if b, hint, ok := readRateLimitField(field, policies, now); ok {
+			return b, hint
+		}
 	}
+	return ReadBudget(h, BudgetHeaders{
+		Limit: "Ratelimit-Limit", Remaining: "Ratelimit-Remaining",
+		Reset: "Ratelimit-Reset", ResetForm: ResetDeltaSeconds,
+	}, now)
+}
+
+// readRateLimitField reads the most constrained request item of a RateLimit
+// field; ok is false when the field is malformed or has no such item.
+func readRateLimitField(field string, policies []RateLimitPolicy, now time.Time) (*Budget, Hint, bool) {
 	items, err := ParseRateLimit(field)
 	if err != nil {
-		return nil, Hint{}
+		return nil, Hint{}, false
 	}
-	policies, _ := ParseRateLimitPolicy(strings.Join(h.Values("Ratelimit-Policy"), ", "))
 	var best *RateLimitItem
 	var bestQuota int64
 	for i := range items {
@@ -163,7 +171,7 @@ func ReadIETFRateLimit(h http.Header, now time.Time) (*Budget, Hint) {
 		}
 	}
 	if best == nil {
-		return nil, Hint{}
+		return nil, Hint{}, false
 	}
 	b := &Budget{Remaining: best.Remaining, Limit: max(bestQuota, 0)}
 	var hint Hint
@@ -174,7 +182,7 @@ func ReadIETFRateLimit(h http.Header, now time.Time) (*Budget, Hint) {
 			b.ResetAt = hint.At
 		}
 	}
-	return b, hint
+	return b, hint, true
 }
 
 func findPolicy(policies []RateLimitPolicy, name string) (RateLimitPolicy, bool) {

@@ -264,7 +264,9 @@ func (e *Engine) Run(ctx context.Context) error {
 			if full && len(e.slots) < cap(e.slots) {
 				continue // the claim was cut by the free workers and some are free again
 			}
-			if at, ok, err := e.store.NextWake(ctx); err != nil {
+			if len(e.slots) == cap(e.slots) {
+				// Every worker is busy: the next completion wakes the loop.
+			} else if at, ok, err := e.store.NextWake(ctx); err != nil {
 				e.log.Error("find next due time", "err", err)
 			} else if ok {
 				delay = min(delay, max(at.Sub(e.clock.Now()), 0)+time.Millisecond)
@@ -315,7 +317,7 @@ func (e *Engine) work(c Claim) {
 	started := e.clock.Now()
 	sr := send(ctx, e.cfg.Client, c, profile, e.cfg.ResultLimit, e.cfg.UserAgent)
 	cancel()
-	now := e.clock.Now().UTC()
+	now := e.clock.Now().UTC().Truncate(time.Millisecond)
 	sr.exchange.Now = now
 	out := profile.Classify(sr.exchange)
 	if e.sendCtx.Err() != nil && sr.exchange.Err != nil {

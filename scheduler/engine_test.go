@@ -438,8 +438,11 @@ func TestStaleCompletionIsFenced(t *testing.T) {
 	if len(atts) != 2 {
 		t.Fatalf("attempts = %d, want 2", len(atts))
 	}
-	if atts[0].Class == providers.ClassTransient && !atts[0].Stale {
-		t.Errorf("first attempt's late result recorded as live: %+v", atts[0])
+	if atts[0].Status == 500 {
+		t.Errorf("first attempt's late 500 was recorded: %+v", atts[0])
+	}
+	if atts[0].Reason != "interrupted" {
+		t.Errorf("first attempt not closed by the lease recovery: %+v", atts[0])
 	}
 	if atts[1].Stale || atts[1].Class != providers.ClassSuccess {
 		t.Errorf("second attempt = %+v", atts[1])
@@ -469,7 +472,15 @@ func TestAuthRevokedHoldsScope(t *testing.T) {
 	if got := len(prov.requests("")); got != before {
 		t.Fatalf("%d requests sent while the scope was held", got-before)
 	}
-	h.scope("a", prov.URL, "", 1) // new credentials (same value is still a replacement)
+	h.scope("a", prov.URL, "", 1) // the same credentials again: still held
+	if sc, _ = h.svc.GetScope(context.Background(), "a"); sc.HoldReason != scheduler.HoldAuthRevoked {
+		t.Fatalf("putting the same credentials lifted the hold")
+	}
+	_, _, err := h.svc.PutScope(context.Background(), scheduler.ScopeInput{Name: "a", Provider: "generic", BaseURL: prov.URL, MaxConcurrent: 1,
+		Credentials: scheduler.Credentials{Type: scheduler.CredentialBearer, Token: "rotated"}}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
 	sc, _ = h.svc.GetScope(context.Background(), "a")
 	if sc.HoldReason != "" {
 		t.Errorf("replacing credentials did not lift the hold")
@@ -517,5 +528,44 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 10 s")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Graceful shutdown: Run stops claiming, gives in-flight requests the
+// grace period, then cancels them and records them as interrupted.
+func TestShutdownInterruptsAfterGrace(t *testing.T) {
+	h := setup(t, scheduler.EngineConfig{ShutdownGrace: 15 * time.Second})
+	prov := newProvider(t, h.clock)
+	h.scope("a", prov.URL, "", 1)
+	prov.script("/hang", answer{hang: true})
+	h.enqueue(scheduler.OperationInput{ID: "r", Scope: "a", Method: "GET", Path: "/hang"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.engine.Run(ctx) }()
+	waitFor(t, func() bool { return len(prov.requests("/hang")) == 1 })
+	cancel()
+	for i := 0; ; i++ {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			atts, _ := h.svc.ListAttempts(context.Background(), "r")
+			if len(atts) != 1 || atts[0].Reason != "interrupted" {
+				t.Fatalf("attempt = %+v, want one interrupted", atts)
+			}
+			if atts[0].FinishedAt.Sub(t0) < 15*time.Second {
+				t.Errorf("interrupted after %s, before the 15 s grace", atts[0].FinishedAt.Sub(t0))
+			}
+			h.wantState("r", scheduler.StateScheduled)
+			return
+		case <-time.After(10 * time.Millisecond):
+			if i > 500 {
+				t.Fatal("Run did not return after shutdown")
+			}
+			if i > 5 && h.clock.Now().Sub(t0) < 30*time.Second {
+				h.clock.Add(time.Second)
+			}
+		}
 	}
 }

@@ -1,0 +1,319 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"pacer/scheduler"
+)
+
+// eligibleScope is a scope that may send now, with its free capacity.
+type eligibleScope struct {
+	id         int64
+	free       int   // concurrency slots left
+	slotMS     int64 // even spacing of a configured rate; 0 without one
+	nextSlotAt int64
+}
+
+// ClaimDue leases up to p.Limit due operations in one immediate
+// transaction (see scheduler.Store).
+//
+// Admission: a scope takes part only when it is not held, its pause has
+// ended (paused_until <= now), its rate slot has come (next_slot_at <= now)
+// and it has due work and a free concurrency slot; the backlog of other
+// scopes is never read. In-flight counts come from running rows, not
+// counters. Scopes are served round robin, the one with the oldest due
+// work first, one operation per scope per round, each scope's oldest due
+// operations first.
+//
+// Configured rate (RateLimit{Requests, Per}): sends are spaced evenly, at
+// least ceil(Per/Requests) apart, so at most Requests leave in any window
+// of length Per. A claim admits at most one operation of such a scope, then
+// moves its next slot to max(slot, now) + spacing; idle time does not
+// accumulate into a burst.
+//
+// Each claimed operation becomes running with LeaseToken+1, LeaseExpiresAt
+// = p.Now+p.LeaseFor, Attempt+1, BudgetAttempts+1 and FirstSentAt set if
+// zero; its attempt intent row is written in the same transaction. The
+// claims are returned in admission order with their scopes (decrypted
+// credentials, InFlight counting the new claims).
+func (db *DB) ClaimDue(ctx context.Context, p scheduler.ClaimParams) ([]scheduler.Claim, error) {
+	if p.Limit <= 0 {
+		return nil, nil
+	}
+	if p.LeaseFor < time.Millisecond {
+		return nil, fmt.Errorf("claim due operations: lease duration %s is too short", p.LeaseFor)
+	}
+	tx, err := db.beginWrite(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("claim due operations: %w", err)
+	}
+	defer tx.Rollback()
+	claims, err := db.claimDue(ctx, tx, p)
+	if err != nil {
+		return nil, fmt.Errorf("claim due operations: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("claim due operations: %w", err)
+	}
+	return claims, nil
+}
+
+func (db *DB) claimDue(ctx context.Context, tx *sql.Tx, p scheduler.ClaimParams) ([]scheduler.Claim, error) {
+	now := millis(p.Now)
+	scopes, err := findEligibleScopes(ctx, tx, now, p.Limit)
+	if err != nil {
+		return nil, err
+	}
+	// Each scope's oldest due operations, as many as it may take.
+	queues := make([][]int64, len(scopes))
+	for i, s := range scopes {
+		n := min(s.free, p.Limit)
+		if s.slotMS > 0 {
+			n = 1
+		}
+		if queues[i], err = findDueOperations(ctx, tx, s.id, now, n); err != nil {
+			return nil, err
+		}
+	}
+	// Round robin: one per scope per round, until Limit.
+	var picked []int64
+	for round := 0; len(picked) < p.Limit; round++ {
+		took := false
+		for i := range queues {
+			if round < len(queues[i]) && len(picked) < p.Limit {
+				picked = append(picked, queues[i][round])
+				took = true
+			}
+		}
+		if !took {
+			break
+		}
+	}
+
+	leaseExpires := millis(p.Now.Add(p.LeaseFor))
+	ops := make([]opRow, 0, len(picked))
+	for _, rowID := range picked {
+		r, err := claimOperation(ctx, tx, rowID, now, leaseExpires)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, r)
+	}
+	for i, s := range scopes {
+		if s.slotMS > 0 && len(queues[i]) > 0 {
+			next := max(s.nextSlotAt, now) + s.slotMS
+			if _, err := tx.ExecContext(ctx, `UPDATE scopes SET next_slot_at = ? WHERE id = ?`, next, s.id); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return db.withScopes(ctx, tx, ops)
+}
+
+// findEligibleScopes returns up to limit scopes that may send at now and
+// have due work, the one with the oldest due work first. Held, paused and
+// rate-waiting scopes are filtered on the scopes table before their
+// operations are looked at; the due and running figures come from the
+// partial indexes.
+func findEligibleScopes(ctx context.Context, tx *sql.Tx, now int64, limit int) ([]eligibleScope, error) {
+	rows, err := tx.QueryContext(ctx, `
+		WITH open_scopes AS MATERIALIZED (
+			SELECT s.id, s.max_concurrent, s.rate_requests, s.rate_per_ms, s.next_slot_at,
+				(SELECT COUNT(*) FROM operations r
+				 WHERE r.scope_id = s.id AND r.state = 'running') AS running,
+				(SELECT o.next_attempt_at FROM operations o
+				 WHERE o.scope_id = s.id AND o.state IN ('scheduled', 'waitingForBudget')
+				 ORDER BY o.next_attempt_at LIMIT 1) AS due
+			FROM scopes s
+			WHERE s.hold_reason IS NULL AND s.paused_until <= ?1 AND s.next_slot_at <= ?1
+		)
+		SELECT id, max_concurrent - running, rate_requests, rate_per_ms, next_slot_at
+		FROM open_scopes
+		WHERE due <= ?1 AND running < max_concurrent
+		ORDER BY due, id
+		LIMIT ?2`, now, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []eligibleScope
+	for rows.Next() {
+		var (
+			s               eligibleScope
+			requests, perMS sql.NullInt64
+		)
+		if err := rows.Scan(&s.id, &s.free, &requests, &perMS, &s.nextSlotAt); err != nil {
+			return nil, err
+		}
+		if requests.Valid {
+			s.slotMS = (perMS.Int64 + requests.Int64 - 1) / requests.Int64 // ceil: never faster than the rate
+			s.slotMS = max(s.slotMS, 1)
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// findDueOperations returns the row IDs of up to n operations of a scope
+// due at now, oldest due first, from the due partial index.
+func findDueOperations(ctx context.Context, tx *sql.Tx, scopeID, now int64, n int) ([]int64, error) {
+	rows, err := tx.QueryContext(ctx, `
+		SELECT id FROM operations
+		WHERE scope_id = ? AND state IN ('scheduled', 'waitingForBudget') AND next_attempt_at <= ?
+		ORDER BY next_attempt_at, id
+		LIMIT ?`, scopeID, now, n)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// claimOperation leases one due operation and writes its attempt intent.
+func claimOperation(ctx context.Context, tx *sql.Tx, rowID, now, leaseExpires int64) (opRow, error) {
+	var attempt int
+	var token int64
+	err := tx.QueryRowContext(ctx, `
+		UPDATE operations SET state = 'running', lease_token = lease_token + 1, lease_expires_at = ?,
+			attempt = attempt + 1, budget_attempts = budget_attempts + 1,
+			first_sent_at = COALESCE(first_sent_at, ?), updated_at = ?
+		WHERE id = ? AND state IN ('scheduled', 'waitingForBudget')
+		RETURNING attempt, lease_token`,
+		leaseExpires, now, now, rowID).Scan(&attempt, &token)
+	if errors.Is(err, sql.ErrNoRows) {
+		return opRow{}, fmt.Errorf("operation row %d is no longer due", rowID) // cannot happen: one writer
+	} else if err != nil {
+		return opRow{}, err
+	}
+	_, err = tx.ExecContext(ctx, `
+		INSERT INTO attempts (operation_id, number, lease_token, started_at) VALUES (?, ?, ?, ?)`,
+		rowID, attempt, token, now)
+	if err != nil {
+		return opRow{}, fmt.Errorf("record attempt %d intent: %w", attempt, err)
+	}
+	return findOperationByRowID(ctx, tx, rowID)
+}
+
+// withScopes pairs operations with their scopes, reading each scope once.
+func (db *DB) withScopes(ctx context.Context, tx *sql.Tx, ops []opRow) ([]scheduler.Claim, error) {
+	scopes := map[int64]scheduler.Scope{}
+	claims := make([]scheduler.Claim, 0, len(ops))
+	for _, r := range ops {
+		s, ok := scopes[r.scopeID]
+		if !ok {
+			sr, err := db.findScopeByID(ctx, tx, r.scopeID)
+			if err != nil {
+				return nil, err
+			}
+			s = sr.Scope
+			scopes[r.scopeID] = s
+		}
+		claims = append(claims, scheduler.Claim{Operation: r.Operation, Scope: s})
+	}
+	return claims, nil
+}
+
+// ListRunning returns running operations whose lease expires at or before
+// expiredBy (all of them when expiredBy is zero), with their scopes, oldest
+// lease first, at most limit (no bound when limit <= 0).
+func (db *DB) ListRunning(ctx context.Context, expiredBy time.Time, limit int) ([]scheduler.Claim, error) {
+	tx, err := db.beginRead(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list running operations: %w", err)
+	}
+	defer tx.Rollback()
+	claims, err := db.listRunning(ctx, tx, expiredBy, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list running operations: %w", err)
+	}
+	return claims, nil
+}
+
+func (db *DB) listRunning(ctx context.Context, tx *sql.Tx, expiredBy time.Time, limit int) ([]scheduler.Claim, error) {
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	query := `SELECT ` + operationColumns + `
+		FROM operations o INDEXED BY operations_running_lease JOIN scopes s ON s.id = o.scope_id
+		WHERE o.state = 'running'`
+	args := []any{}
+	if !expiredBy.IsZero() {
+		query += ` AND o.lease_expires_at <= ?`
+		args = append(args, millis(expiredBy))
+	}
+	query += ` ORDER BY o.lease_expires_at, o.id LIMIT ?`
+	args = append(args, limit)
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ops []opRow
+	for rows.Next() {
+		r, err := scanOperation(rows)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
+	return db.withScopes(ctx, tx, ops)
+}
+
+// NextWake returns the earliest time at which a claim could admit something
+// or a lease expires (see scheduler.Store): for each scope that is not held
+// and has a free concurrency slot, the latest of its earliest due time, its
+// pause end and its rate slot; and the earliest lease expiry. A scope whose
+// slots are all taken is left out: it frees up through a completion (which
+// wakes the engine) or a lease expiry (counted). The time may lie in the
+// past. ok is false when nothing is waiting. It reads one index entry per
+// scope, never a scope's whole backlog.
+func (db *DB) NextWake(ctx context.Context) (time.Time, bool, error) {
+	tx, err := db.beginRead(ctx)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("next wake: %w", err)
+	}
+	defer tx.Rollback()
+	var at sql.NullInt64
+	err = tx.QueryRowContext(ctx, `
+		WITH waiting AS MATERIALIZED (
+			SELECT s.paused_until, s.next_slot_at, s.max_concurrent,
+				(SELECT o.next_attempt_at FROM operations o
+				 WHERE o.scope_id = s.id AND o.state IN ('scheduled', 'waitingForBudget')
+				 ORDER BY o.next_attempt_at LIMIT 1) AS due,
+				(SELECT COUNT(*) FROM operations r
+				 WHERE r.scope_id = s.id AND r.state = 'running') AS running
+			FROM scopes s
+			WHERE s.hold_reason IS NULL
+		)
+		SELECT MIN(wake) FROM (
+			SELECT MAX(due, paused_until, next_slot_at) AS wake
+			FROM waiting
+			WHERE due IS NOT NULL AND running < max_concurrent
+			UNION ALL
+			SELECT MIN(lease_expires_at) FROM operations INDEXED BY operations_running_lease
+			WHERE state = 'running'
+		)`).Scan(&at)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("next wake: %w", err)
+	}
+	if !at.Valid {
+		return time.Time{}, false, nil
+	}
+	return time.UnixMilli(at.Int64).UTC(), true, nil
+}

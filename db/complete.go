@@ -1,0 +1,194 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"pacer/providers"
+	"pacer/scheduler"
+)
+
+// Complete applies completions in one transaction (see scheduler.Store).
+//
+// Each is fenced: it applies only while the operation is running with the
+// completion's LeaseToken. An applied completion sets the decided state,
+// next attempt time (NULL unless the state waits for one), hold and failure
+// reasons, last outcome (from Outcome at FinishedAt), result; clears the
+// lease expiry; finishes the attempt row (class, status, hint, reason,
+// bounded detail, decided state and time, decision text); and applies the
+// scope effect: a pause only ever lengthened, a hold, the budget figures
+// replaced. A fenced-out completion changes no operation or scope: only
+// its attempt row (same number and lease token) is marked stale, and only
+// if nothing finished it before. applied[i] reports whether cs[i] took
+// effect. An invalid decision (such as held without a reason) fails the
+// whole call.
+func (db *DB) Complete(ctx context.Context, cs []scheduler.Completion) ([]bool, error) {
+	if len(cs) == 0 {
+		return nil, nil
+	}
+	tx, err := db.beginWrite(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("complete attempts: %w", err)
+	}
+	defer tx.Rollback()
+	applied := make([]bool, len(cs))
+	for i, c := range cs {
+		if applied[i], err = completeAttempt(ctx, tx, c); err != nil {
+			return nil, fmt.Errorf("complete attempt %d of %s: %w", c.Attempt, c.OperationID, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("complete attempts: %w", err)
+	}
+	return applied, nil
+}
+
+func completeAttempt(ctx context.Context, tx *sql.Tx, c scheduler.Completion) (bool, error) {
+	d := c.Decision
+	if !d.State.Valid() || d.State == scheduler.StateRunning {
+		return false, fmt.Errorf("%w: decided state %q", scheduler.ErrInvalidTransition, d.State)
+	}
+	if d.State.Due() && d.NextAttemptAt.IsZero() {
+		return false, fmt.Errorf("%w: %s without a next attempt time", scheduler.ErrInvalidTransition, d.State)
+	}
+	var next sql.NullInt64
+	if d.State.Due() {
+		next = nullMillis(d.NextAttemptAt)
+	}
+	hint := hintOf(c.Outcome.Hint)
+	detail := bound(c.Outcome.Detail, providers.MaxDetail)
+	lastOutcome, err := json.Marshal(scheduler.OutcomeSummary{
+		Class: c.Outcome.Class, Status: c.Outcome.Status, At: c.FinishedAt.UTC(),
+		Hint: hint, Reason: c.Outcome.Reason, Detail: detail,
+	})
+	if err != nil {
+		return false, err
+	}
+	var result sql.NullString
+	if d.Result != nil {
+		b, err := json.Marshal(d.Result)
+		if err != nil {
+			return false, err
+		}
+		result = sql.NullString{String: string(b), Valid: true}
+	}
+	var hold, failure sql.NullString
+	if d.State == scheduler.StateHeld {
+		hold = nullString(string(d.HoldReason))
+	}
+	if d.State == scheduler.StateFailed {
+		failure = nullString(string(d.FailureReason))
+	}
+
+	var rowID, scopeID int64
+	err = tx.QueryRowContext(ctx, `
+		UPDATE operations SET state = ?, next_attempt_at = ?, hold_reason = ?, failure_reason = ?,
+			last_outcome = ?, result = ?, lease_expires_at = NULL, updated_at = ?
+		WHERE operation_id = ? AND state = 'running' AND lease_token = ?
+		RETURNING id, scope_id`,
+		string(d.State), next, hold, failure, string(lastOutcome), result, millis(c.FinishedAt),
+		c.OperationID, c.LeaseToken).Scan(&rowID, &scopeID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, markStale(ctx, tx, c)
+	} else if err != nil {
+		return false, err
+	}
+
+	var hintJSON sql.NullString
+	if hint != nil {
+		b, err := json.Marshal(hint)
+		if err != nil {
+			return false, err
+		}
+		hintJSON = sql.NullString{String: string(b), Valid: true}
+	}
+	res, err := tx.ExecContext(ctx, `
+		UPDATE attempts SET finished_at = ?, class = ?, status = ?, hint = ?, reason = ?, detail = ?,
+			decided_state = ?, decided_at = ?, decision = ?
+		WHERE operation_id = ? AND number = ? AND lease_token = ?`,
+		millis(c.FinishedAt), string(c.Outcome.Class), c.Outcome.Status, hintJSON, c.Outcome.Reason, detail,
+		string(d.State), next, d.Reason,
+		rowID, c.Attempt, c.LeaseToken)
+	if err != nil {
+		return false, err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return false, err
+	} else if n != 1 {
+		return false, fmt.Errorf("no attempt %d with lease token %d", c.Attempt, c.LeaseToken)
+	}
+	if err := applyScopeEffect(ctx, tx, scopeID, d.Scope, c); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// markStale marks the attempt of a fenced-out completion stale, unless
+// something (lease recovery) finished it already.
+func markStale(ctx context.Context, tx *sql.Tx, c scheduler.Completion) error {
+	_, err := tx.ExecContext(ctx, `
+		UPDATE attempts SET stale = 1
+		WHERE operation_id = (SELECT id FROM operations WHERE operation_id = ?)
+			AND number = ? AND lease_token = ? AND finished_at IS NULL`,
+		c.OperationID, c.Attempt, c.LeaseToken)
+	return err
+}
+
+// applyScopeEffect records what an applied attempt taught about its scope.
+func applyScopeEffect(ctx context.Context, tx *sql.Tx, scopeID int64, e scheduler.ScopeEffect, c scheduler.Completion) error {
+	at := millis(c.FinishedAt)
+	if !e.PauseUntil.IsZero() {
+		// Never shortens a pause in place.
+		_, err := tx.ExecContext(ctx, `
+			UPDATE scopes SET paused_until = ?1, pause_reason = ?2, updated_at = ?3
+			WHERE id = ?4 AND paused_until < ?1`,
+			millis(e.PauseUntil), e.PauseReason, at, scopeID)
+		if err != nil {
+			return fmt.Errorf("pause scope: %w", err)
+		}
+	}
+	if e.Hold != "" {
+		_, err := tx.ExecContext(ctx, `UPDATE scopes SET hold_reason = ?, updated_at = ? WHERE id = ?`,
+			string(e.Hold), at, scopeID)
+		if err != nil {
+			return fmt.Errorf("hold scope: %w", err)
+		}
+	}
+	if b := e.Budget; b != nil {
+		var limit sql.NullInt64
+		if b.Limit != 0 {
+			limit = sql.NullInt64{Int64: b.Limit, Valid: true}
+		}
+		_, err := tx.ExecContext(ctx, `
+			UPDATE scopes SET budget_remaining = ?, budget_limit = ?, budget_reset_at = ? WHERE id = ?`,
+			b.Remaining, limit, nullMillis(b.ResetAt), scopeID)
+		if err != nil {
+			return fmt.Errorf("record scope budget: %w", err)
+		}
+	}
+	return nil
+}
+
+// hintOf returns the hint to store, nil when the answer carried none.
+func hintOf(h providers.Hint) *providers.Hint {
+	if h == (providers.Hint{}) {
+		return nil
+	}
+	h.At = h.At.UTC()
+	return &h
+}
+
+// bound cuts s to at most n bytes on a UTF-8 boundary.
+func bound(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

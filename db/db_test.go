@@ -1,0 +1,352 @@
+package db_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"pacer/db"
+	"pacer/scheduler"
+)
+
+// t0 is the fixed "now" of the tests.
+var t0 = time.Date(2026, 9, 11, 2, 0, 0, 0, time.UTC)
+
+// testKey is a fixed credentials key.
+func testKey() []byte {
+	return []byte("0123456789abcdef0123456789abcdef")
+}
+
+// newTestDB opens a fresh database file in a temporary directory and closes
+// it when the test ends. It returns the store and the file's path.
+func newTestDB(t *testing.T) (*db.DB, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "pacer.db")
+	return openTestDB(t, path), path
+}
+
+// openTestDB opens the database at path with the test key and closes it
+// when the test ends.
+func openTestDB(t *testing.T, path string) *db.DB {
+	t.Helper()
+	d, err := db.Open(path, db.Options{Key: testKey()})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// rawDB opens the database file directly, to read or tamper with rows.
+func rawDB(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	raw, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)")
+	if err != nil {
+		t.Fatalf("open raw: %v", err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	return raw
+}
+
+// scopeOpts shape a test scope; zero values are sensible.
+type scopeOpts struct {
+	MaxConcurrent int
+	Rate          *scheduler.RateLimit
+	Credentials   scheduler.Credentials
+}
+
+// putScope creates or replaces a scope.
+func putScope(t *testing.T, d *db.DB, name string, o scopeOpts) scheduler.Scope {
+	t.Helper()
+	if o.MaxConcurrent == 0 {
+		o.MaxConcurrent = 4
+	}
+	s, _, err := d.PutScope(context.Background(), scheduler.ScopeConfig{
+		Name: name, Provider: "generic", BaseURL: "https://api.example.com",
+		Credentials: o.Credentials, MaxConcurrent: o.MaxConcurrent, RateLimit: o.Rate,
+	}, scheduler.Action{Actor: "test", At: t0, Reason: "setup"})
+	if err != nil {
+		t.Fatalf("put scope %s: %v", name, err)
+	}
+	return s
+}
+
+// newOp is a valid operation of scope due at notBefore.
+func newOp(id, scope string, notBefore time.Time) scheduler.NewOperation {
+	return scheduler.NewOperation{
+		ID: id, Scope: scope, Kind: scheduler.KindMutation,
+		Request: scheduler.Request{
+			Method: "POST", Path: "/things", Headers: map[string]string{"Accept": "application/json"},
+			Body: []byte(`{"n":1}`), ContentType: "application/json",
+		},
+		RequestIdentity: id, NotBefore: notBefore,
+		Retry:       scheduler.Retry{MaxAttempts: 5, MaxElapsed: time.Hour},
+		ContentHash: "hash-" + id,
+	}
+}
+
+// enqueue stores ops at now and fails on any rejection.
+func enqueue(t *testing.T, d *db.DB, now time.Time, ops ...scheduler.NewOperation) []scheduler.Operation {
+	t.Helper()
+	res, err := d.Enqueue(context.Background(), ops, now)
+	if err != nil {
+		t.Fatalf("enqueue: %v", err)
+	}
+	out := make([]scheduler.Operation, len(res))
+	for i, r := range res {
+		if r.Err != nil {
+			t.Fatalf("enqueue %s: %v", ops[i].ID, r.Err)
+		}
+		out[i] = r.Operation
+	}
+	return out
+}
+
+// claim claims due operations at now, leasing them for a minute.
+func claim(t *testing.T, d *db.DB, now time.Time, limit int) []scheduler.Claim {
+	t.Helper()
+	cs, err := d.ClaimDue(context.Background(), scheduler.ClaimParams{Now: now, Limit: limit, LeaseFor: time.Minute})
+	if err != nil {
+		t.Fatalf("claim: %v", err)
+	}
+	return cs
+}
+
+// getOp reads one operation.
+func getOp(t *testing.T, d *db.DB, id string) scheduler.Operation {
+	t.Helper()
+	op, err := d.GetOperation(context.Background(), id)
+	if err != nil {
+		t.Fatalf("get %s: %v", id, err)
+	}
+	return op
+}
+
+func TestOpen(t *testing.T) {
+	t.Run("SchemaApplied", func(t *testing.T) {
+		d, path := newTestDB(t)
+		if err := d.Check(context.Background()); err != nil {
+			t.Fatalf("check: %v", err)
+		}
+		var version int
+		if err := rawDB(t, path).QueryRow(`PRAGMA user_version`).Scan(&version); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := version, db.SchemaVersion(); got != want {
+			t.Fatalf("user_version = %d, want %d", got, want)
+		}
+		var mode string
+		if err := rawDB(t, path).QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil {
+			t.Fatal(err)
+		}
+		if mode != "wal" {
+			t.Fatalf("journal_mode = %q, want wal", mode)
+		}
+	})
+
+	t.Run("ReopenKeepsSchema", func(t *testing.T) {
+		d, path := newTestDB(t)
+		putScope(t, d, "a", scopeOpts{})
+		d.Close()
+		d = openTestDB(t, path)
+		if _, err := d.GetScope(context.Background(), "a"); err != nil {
+			t.Fatalf("get scope after reopen: %v", err)
+		}
+	})
+
+	t.Run("PathWithURICharacters", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "a dir?x=1#frag%20")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, "pacer db?.db")
+		d := openTestDB(t, path)
+		putScope(t, d, "a", scopeOpts{})
+		if _, err := os.Stat(path); err != nil {
+			t.Fatalf("database not at its path: %v", err)
+		}
+		if got := d.Path(); got != path {
+			t.Fatalf("Path() = %q, want %q", got, path)
+		}
+	})
+
+	t.Run("ErrSchemaTooNew", func(t *testing.T) {
+		d, path := newTestDB(t)
+		d.Close()
+		if _, err := rawDB(t, path).Exec(`PRAGMA user_version = 99`); err != nil {
+			t.Fatal(err)
+		}
+		_, err := db.Open(path, db.Options{Key: testKey()})
+		var tooNew *db.SchemaTooNewError
+		if !errors.As(err, &tooNew) || tooNew.Found != 99 {
+			t.Fatalf("open = %v, want SchemaTooNewError for 99", err)
+		}
+		if !strings.Contains(err.Error(), "newer than this pacer binary") {
+			t.Fatalf("message %q does not explain", err)
+		}
+	})
+
+	t.Run("ErrKeyLength", func(t *testing.T) {
+		_, err := db.Open(filepath.Join(t.TempDir(), "x.db"), db.Options{Key: []byte("short")})
+		if err == nil || !strings.Contains(err.Error(), "32 bytes") {
+			t.Fatalf("open = %v, want key length error", err)
+		}
+	})
+
+	t.Run("ErrWrongKey", func(t *testing.T) {
+		d, path := newTestDB(t)
+		putScope(t, d, "a", scopeOpts{Credentials: scheduler.Credentials{Type: scheduler.CredentialBearer, Token: "tok"}})
+		d.Close()
+		other := []byte("ffffffffffffffffffffffffffffffff")
+		_, err := db.Open(path, db.Options{Key: other})
+		if err == nil || !strings.Contains(err.Error(), "credentials key does not open") {
+			t.Fatalf("open with another key = %v, want a key mismatch error", err)
+		}
+	})
+}
+
+func TestBackup(t *testing.T) {
+	d, _ := newTestDB(t)
+	putScope(t, d, "a", scopeOpts{})
+	enqueue(t, d, t0, newOp("op-1", "a", t0))
+	to := filepath.Join(t.TempDir(), "backup.db")
+	if err := d.Backup(context.Background(), to); err != nil {
+		t.Fatalf("backup: %v", err)
+	}
+	b := openTestDB(t, to)
+	if err := b.Check(context.Background()); err != nil {
+		t.Fatalf("check backup: %v", err)
+	}
+	if got := getOp(t, b, "op-1"); got.State != scheduler.StateScheduled {
+		t.Fatalf("backup op state = %s", got.State)
+	}
+	if err := d.Backup(context.Background(), to); err == nil || !strings.Contains(err.Error(), "exists") {
+		t.Fatalf("backup over an existing file = %v, want refusal", err)
+	}
+}
+
+// checkCode asserts that err is an SQLite constraint error with code.
+func checkCode(t *testing.T, err error, code int) {
+	t.Helper()
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		t.Fatalf("err = %v, want an SQLite error", err)
+	}
+	if se.Code() != code {
+		t.Fatalf("code = %d (%v), want %d", se.Code(), err, code)
+	}
+}
+
+func TestSchemaChecks(t *testing.T) {
+	d, path := newTestDB(t)
+	putScope(t, d, "a", scopeOpts{})
+	raw := rawDB(t, path)
+	insert := func(state, hold, failure string, lease any) error {
+		_, err := raw.Exec(`
+			INSERT INTO operations (operation_id, scope_id, kind, method, path, request_identity, state,
+				next_attempt_at, hold_reason, failure_reason, lease_expires_at, first_sent_at, lease_token, attempt,
+				created_at, updated_at, deadline, max_attempts, max_elapsed_ms, content_hash)
+			VALUES (?, (SELECT id FROM scopes WHERE name = 'a'), 'read', 'GET', '/x', 'i', ?,
+				1, NULLIF(?, ''), NULLIF(?, ''), ?, 1, 1, 1, 1, 1, 1, 1, 1, 'h')`,
+			"op-"+state+hold+failure, state, hold, failure, lease)
+		return err
+	}
+	for _, tc := range []struct {
+		name                 string
+		state, hold, failure string
+		lease                any
+		ok                   bool
+	}{
+		{name: "ScheduledOK", state: "scheduled", ok: true},
+		{name: "HeldOK", state: "held", hold: "unknownOutcome", ok: true},
+		{name: "RunningOK", state: "running", lease: int64(5), ok: true},
+		{name: "UnknownState", state: "sleeping"},
+		{name: "HeldWithoutReason", state: "held"},
+		{name: "FailedWithoutReason", state: "failed"},
+		{name: "ScheduledWithHoldReason", state: "scheduled", hold: "unknownOutcome"},
+		{name: "ScheduledWithFailureReason", state: "scheduled", failure: "permanent"},
+		{name: "RunningWithoutLease", state: "running"},
+		{name: "SucceededWithLease", state: "succeeded", lease: int64(5)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := insert(tc.state, tc.hold, tc.failure, tc.lease)
+			if tc.ok {
+				if err != nil {
+					t.Fatalf("insert: %v", err)
+				}
+				return
+			}
+			checkCode(t, err, sqlite3.SQLITE_CONSTRAINT_CHECK)
+		})
+	}
+
+	t.Run("UnknownScope", func(t *testing.T) {
+		// The changes trigger (scope name NOT NULL) or the foreign key
+		// refuses it, whichever SQLite checks first.
+		_, err := raw.Exec(`
+			INSERT INTO operations (operation_id, scope_id, kind, method, path, request_identity, state,
+				next_attempt_at, created_at, updated_at, deadline, max_attempts, max_elapsed_ms, content_hash)
+			VALUES ('orphan', 999, 'read', 'GET', '/x', 'i', 'scheduled', 1, 1, 1, 1, 1, 1, 'h')`)
+		var se *sqlite.Error
+		if !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_CONSTRAINT {
+			t.Fatalf("insert with unknown scope = %v, want a constraint error", err)
+		}
+	})
+	t.Run("AttemptOfUnknownOperation", func(t *testing.T) {
+		_, err := raw.Exec(`INSERT INTO attempts (operation_id, number, lease_token, started_at) VALUES (999, 1, 1, 1)`)
+		checkCode(t, err, sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY)
+	})
+
+	t.Run("TimeMustBeInteger", func(t *testing.T) {
+		_, err := raw.Exec(`UPDATE scopes SET paused_until = '2026-09-11T02:00:00Z'`)
+		if err == nil {
+			t.Fatal("a text time was stored")
+		}
+	})
+}
+
+func TestQueryPlans(t *testing.T) {
+	// The claim must reach due rows and running counts through the partial
+	// indexes, so a paused scope's backlog is never scanned.
+	_, path := newTestDB(t)
+	raw := rawDB(t, path)
+	for _, tc := range []struct {
+		name, query, index string
+	}{
+		{"Due", `SELECT id FROM operations WHERE scope_id = 1 AND state IN ('scheduled', 'waitingForBudget') AND next_attempt_at <= 5 ORDER BY next_attempt_at, id LIMIT 3`, "operations_due"},
+		{"EarliestDue", `SELECT next_attempt_at FROM operations WHERE scope_id = 1 AND state IN ('scheduled', 'waitingForBudget') ORDER BY next_attempt_at LIMIT 1`, "operations_due"},
+		{"Running", `SELECT COUNT(*) FROM operations WHERE scope_id = 1 AND state = 'running'`, "operations_running_scope"},
+		{"LeaseExpiry", `SELECT MIN(lease_expires_at) FROM operations INDEXED BY operations_running_lease WHERE state = 'running'`, "operations_running_lease"},
+		{"ExpiredLeases", `SELECT o.id FROM operations o INDEXED BY operations_running_lease JOIN scopes s ON s.id = o.scope_id WHERE o.state = 'running' AND o.lease_expires_at <= 5 ORDER BY o.lease_expires_at, o.id LIMIT 10`, "operations_running_lease"},
+		{"ListByScope", `SELECT o.id FROM operations o JOIN scopes s ON s.id = o.scope_id WHERE o.scope_id = 3 AND (o.created_at, o.id) < (5, 6) ORDER BY o.created_at DESC, o.id DESC LIMIT 10`, "operations_scope_created"},
+		{"ListByState", `SELECT id FROM operations WHERE state = 'held' ORDER BY created_at DESC, id DESC LIMIT 50`, "operations_state_created"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rows, err := raw.Query(`EXPLAIN QUERY PLAN ` + tc.query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			var plan []string
+			for rows.Next() {
+				var id, parent, notused int
+				var detail string
+				if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+					t.Fatal(err)
+				}
+				plan = append(plan, detail)
+			}
+			if got := strings.Join(plan, "; "); !strings.Contains(got, tc.index) || strings.Contains(got, "TEMP B-TREE") {
+				t.Fatalf("plan %q, want index %s and no sort", got, tc.index)
+			}
+		})
+	}
+}

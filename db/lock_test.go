@@ -1,0 +1,46 @@
+//go:build unix
+
+package db_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"pacer/db"
+)
+
+func TestLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pacer.db")
+	first, err := db.Lock(path)
+	if err != nil {
+		t.Fatalf("first lock: %v", err)
+	}
+	t.Cleanup(func() { first.Release() })
+
+	t.Run("ErrSecondHolder", func(t *testing.T) {
+		_, err := db.Lock(path)
+		if err == nil {
+			t.Fatal("second lock succeeded")
+		}
+		for _, want := range []string{path, "another pacer process"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Fatalf("error %q does not mention %q", err, want)
+			}
+		}
+	})
+
+	t.Run("ReleasedLockCanBeTaken", func(t *testing.T) {
+		if err := first.Release(); err != nil {
+			t.Fatalf("release: %v", err)
+		}
+		if err := first.Release(); err != nil {
+			t.Fatalf("second release: %v", err)
+		}
+		again, err := db.Lock(path)
+		if err != nil {
+			t.Fatalf("lock after release: %v", err)
+		}
+		again.Release()
+	})
+}

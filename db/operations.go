@@ -1,0 +1,462 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"pacer/scheduler"
+)
+
+// operationColumns are the columns scanOperation reads, in order, from
+// operations o joined with scopes s.
+const operationColumns = `o.id, o.scope_id, o.operation_id, s.name, s.provider, o.kind, o.method, o.path,
+	o.headers, o.body, o.content_type, o.request_identity, o.state, o.attempt, o.budget_attempts,
+	o.next_attempt_at, o.hold_reason, o.failure_reason, o.last_outcome, o.created_at, o.updated_at,
+	o.deadline, o.max_attempts, o.max_elapsed_ms, o.result, o.lease_token, o.lease_expires_at,
+	o.first_sent_at, o.content_hash`
+
+// operationFrom is the FROM clause that goes with operationColumns.
+const operationFrom = ` FROM operations o JOIN scopes s ON s.id = o.scope_id `
+
+// opRow is an operation as stored, with its row IDs.
+type opRow struct {
+	id      int64
+	scopeID int64
+	scheduler.Operation
+}
+
+// scanOperation reads operationColumns.
+func scanOperation(row interface{ Scan(...any) error }) (opRow, error) {
+	var (
+		r                                  opRow
+		headers, lastOutcome, result       sql.NullString
+		hold, failure                      sql.NullString
+		nextAttemptAt, leaseExpires, first sql.NullInt64
+		createdAt, updatedAt, deadline     int64
+		maxElapsedMS                       int64
+	)
+	o := &r.Operation
+	err := row.Scan(&r.id, &r.scopeID, &o.ID, &o.Scope, &o.Provider, &o.Kind, &o.Request.Method, &o.Request.Path,
+		&headers, &o.Request.Body, &o.Request.ContentType, &o.RequestIdentity, &o.State, &o.Attempt, &o.BudgetAttempts,
+		&nextAttemptAt, &hold, &failure, &lastOutcome, &createdAt, &updatedAt,
+		&deadline, &o.Retry.MaxAttempts, &maxElapsedMS, &result, &o.LeaseToken, &leaseExpires,
+		&first, &o.ContentHash)
+	if err != nil {
+		return opRow{}, err
+	}
+	if headers.Valid {
+		if err := json.Unmarshal([]byte(headers.String), &o.Request.Headers); err != nil {
+			return opRow{}, fmt.Errorf("operation %s: stored headers: %w", o.ID, err)
+		}
+	}
+	if lastOutcome.Valid {
+		o.LastOutcome = new(scheduler.OutcomeSummary)
+		if err := json.Unmarshal([]byte(lastOutcome.String), o.LastOutcome); err != nil {
+			return opRow{}, fmt.Errorf("operation %s: stored last outcome: %w", o.ID, err)
+		}
+	}
+	if result.Valid {
+		o.Result = new(scheduler.Result)
+		if err := json.Unmarshal([]byte(result.String), o.Result); err != nil {
+			return opRow{}, fmt.Errorf("operation %s: stored result: %w", o.ID, err)
+		}
+	}
+	o.NextAttemptAt = fromNullMillis(nextAttemptAt)
+	o.HoldReason = scheduler.HoldReason(hold.String)
+	o.FailureReason = scheduler.FailureReason(failure.String)
+	o.CreatedAt = fromMillis(createdAt)
+	o.UpdatedAt = fromMillis(updatedAt)
+	o.Deadline = fromMillis(deadline)
+	o.Retry.MaxElapsed = time.Duration(maxElapsedMS) * time.Millisecond
+	o.LeaseExpiresAt = fromNullMillis(leaseExpires)
+	o.FirstSentAt = fromNullMillis(first)
+	return r, nil
+}
+
+// findOperation reads one operation by its operation ID, or ErrNotFound.
+func findOperation(ctx context.Context, tx *sql.Tx, id string) (opRow, error) {
+	r, err := scanOperation(tx.QueryRowContext(ctx, `SELECT `+operationColumns+operationFrom+`WHERE o.operation_id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return opRow{}, scheduler.ErrNotFound
+	}
+	return r, err
+}
+
+// findOperationByRowID reads one operation by row ID.
+func findOperationByRowID(ctx context.Context, tx *sql.Tx, rowID int64) (opRow, error) {
+	r, err := scanOperation(tx.QueryRowContext(ctx, `SELECT `+operationColumns+operationFrom+`WHERE o.id = ?`, rowID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return opRow{}, fmt.Errorf("operation row %d: %w", rowID, scheduler.ErrNotFound)
+	}
+	return r, err
+}
+
+// Enqueue stores ops in one transaction, each with its own result (see
+// scheduler.Store): created; existing with the same ContentHash (nothing
+// written, Created false); or rejected with ErrConflict or ErrUnknownScope
+// (wrapped, naming the ID or scope). New operations start scheduled at
+// NotBefore (now when zero), with Deadline NotBefore+Retry.MaxElapsed. Any
+// other error rolls back the whole call.
+func (db *DB) Enqueue(ctx context.Context, ops []scheduler.NewOperation, now time.Time) ([]scheduler.EnqueueResult, error) {
+	tx, err := db.beginWrite(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("enqueue: %w", err)
+	}
+	defer tx.Rollback()
+	scopes := map[string]int64{} // scope name → row ID; 0 for unknown
+	results := make([]scheduler.EnqueueResult, len(ops))
+	for i, op := range ops {
+		if results[i], err = enqueueOne(ctx, tx, op, now, scopes); err != nil {
+			return nil, fmt.Errorf("enqueue %s: %w", op.ID, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("enqueue: %w", err)
+	}
+	return results, nil
+}
+
+// enqueueOne stores one operation; a rejection is its result's Err, not the
+// returned error.
+func enqueueOne(ctx context.Context, tx *sql.Tx, op scheduler.NewOperation, now time.Time, scopes map[string]int64) (scheduler.EnqueueResult, error) {
+	existing, err := findOperation(ctx, tx, op.ID)
+	switch {
+	case err == nil && existing.ContentHash == op.ContentHash:
+		return scheduler.EnqueueResult{Operation: existing.Operation}, nil
+	case err == nil:
+		return scheduler.EnqueueResult{Err: fmt.Errorf("%w: operation %s exists with other content", scheduler.ErrConflict, op.ID)}, nil
+	case !errors.Is(err, scheduler.ErrNotFound):
+		return scheduler.EnqueueResult{}, err
+	}
+
+	scopeID, ok := scopes[op.Scope]
+	if !ok {
+		err := tx.QueryRowContext(ctx, `SELECT id FROM scopes WHERE name = ?`, op.Scope).Scan(&scopeID)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return scheduler.EnqueueResult{}, err
+		}
+		scopes[op.Scope] = scopeID
+	}
+	if scopeID == 0 {
+		return scheduler.EnqueueResult{Err: fmt.Errorf("%w: %s", scheduler.ErrUnknownScope, op.Scope)}, nil
+	}
+
+	var headers sql.NullString
+	if len(op.Request.Headers) > 0 {
+		b, err := json.Marshal(op.Request.Headers)
+		if err != nil {
+			return scheduler.EnqueueResult{}, err
+		}
+		headers = sql.NullString{String: string(b), Valid: true}
+	}
+	var body []byte
+	if len(op.Request.Body) > 0 {
+		body = op.Request.Body
+	}
+	notBefore := op.NotBefore
+	if notBefore.IsZero() {
+		notBefore = now
+	}
+	deadline := notBefore.Add(op.Retry.MaxElapsed)
+	res, err := tx.ExecContext(ctx, `
+		INSERT INTO operations (operation_id, scope_id, kind, method, path, headers, body, content_type,
+			request_identity, state, next_attempt_at, created_at, updated_at, deadline,
+			max_attempts, max_elapsed_ms, content_hash)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'scheduled', ?, ?, ?, ?, ?, ?, ?)`,
+		op.ID, scopeID, string(op.Kind), op.Request.Method, op.Request.Path, headers, body, op.Request.ContentType,
+		op.RequestIdentity, millis(notBefore), millis(now), millis(now), millis(deadline),
+		op.Retry.MaxAttempts, op.Retry.MaxElapsed.Milliseconds(), op.ContentHash)
+	switch {
+	case isUniqueViolation(err):
+		return scheduler.EnqueueResult{Err: fmt.Errorf("%w: operation %s exists", scheduler.ErrConflict, op.ID)}, nil
+	case isForeignKeyViolation(err):
+		return scheduler.EnqueueResult{Err: fmt.Errorf("%w: %s", scheduler.ErrUnknownScope, op.Scope)}, nil
+	case err != nil:
+		return scheduler.EnqueueResult{}, err
+	}
+	rowID, err := res.LastInsertId()
+	if err != nil {
+		return scheduler.EnqueueResult{}, err
+	}
+	created, err := findOperationByRowID(ctx, tx, rowID)
+	if err != nil {
+		return scheduler.EnqueueResult{}, err
+	}
+	return scheduler.EnqueueResult{Operation: created.Operation, Created: true}, nil
+}
+
+// GetOperation returns the operation or ErrNotFound.
+func (db *DB) GetOperation(ctx context.Context, id string) (scheduler.Operation, error) {
+	tx, err := db.beginRead(ctx)
+	if err != nil {
+		return scheduler.Operation{}, fmt.Errorf("get operation %s: %w", id, err)
+	}
+	defer tx.Rollback()
+	r, err := findOperation(ctx, tx, id)
+	if err != nil {
+		return scheduler.Operation{}, fmt.Errorf("get operation %s: %w", id, err)
+	}
+	return r.Operation, nil
+}
+
+// Page size bounds of ListOperations.
+const (
+	DefaultPageSize = 50
+	MaxPageSize     = 1000
+)
+
+// ListOperations returns one page, newest first (by creation time, then
+// insertion order), filtered by state and scope. f.Limit outside 1..1000 is
+// clamped (0 means DefaultPageSize). A cursor that is not a previous page's
+// Next is a *scheduler.ValidationError naming the field "cursor".
+func (db *DB) ListOperations(ctx context.Context, f scheduler.OperationFilter) (scheduler.OperationPage, error) {
+	tx, err := db.beginRead(ctx)
+	if err != nil {
+		return scheduler.OperationPage{}, fmt.Errorf("list operations: %w", err)
+	}
+	defer tx.Rollback()
+	page, err := listOperations(ctx, tx, f)
+	if err != nil {
+		return scheduler.OperationPage{}, fmt.Errorf("list operations: %w", err)
+	}
+	return page, nil
+}
+
+func listOperations(ctx context.Context, tx *sql.Tx, f scheduler.OperationFilter) (scheduler.OperationPage, error) {
+	limit := f.Limit
+	switch {
+	case limit <= 0:
+		limit = DefaultPageSize
+	case limit > MaxPageSize:
+		limit = MaxPageSize
+	}
+	var (
+		where []string
+		args  []any
+	)
+	if f.State != "" {
+		where = append(where, "o.state = ?")
+		args = append(args, string(f.State))
+	}
+	if f.Scope != "" {
+		var scopeID int64
+		err := tx.QueryRowContext(ctx, `SELECT id FROM scopes WHERE name = ?`, f.Scope).Scan(&scopeID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return scheduler.OperationPage{}, nil
+		} else if err != nil {
+			return scheduler.OperationPage{}, err
+		}
+		where = append(where, "o.scope_id = ?")
+		args = append(args, scopeID)
+	}
+	if f.Cursor != "" {
+		createdAt, rowID, err := decodeCursor(f.Cursor)
+		if err != nil {
+			return scheduler.OperationPage{}, err
+		}
+		where = append(where, "(o.created_at, o.id) < (?, ?)")
+		args = append(args, createdAt, rowID)
+	}
+	query := `SELECT ` + operationColumns + operationFrom
+	if len(where) > 0 {
+		query += "WHERE " + strings.Join(where, " AND ")
+	}
+	query += ` ORDER BY o.created_at DESC, o.id DESC LIMIT ?`
+	args = append(args, limit+1)
+
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return scheduler.OperationPage{}, err
+	}
+	defer rows.Close()
+	var (
+		page scheduler.OperationPage
+		last opRow
+	)
+	for rows.Next() {
+		r, err := scanOperation(rows)
+		if err != nil {
+			return scheduler.OperationPage{}, err
+		}
+		if len(page.Operations) == limit {
+			page.Next = encodeCursor(millis(last.CreatedAt), last.id)
+			break
+		}
+		page.Operations = append(page.Operations, r.Operation)
+		last = r
+	}
+	return page, rows.Err()
+}
+
+// cursorPrefix versions the cursor format.
+const cursorPrefix = "v1:"
+
+// encodeCursor makes the opaque cursor of the page after the row
+// (createdAt, rowID).
+func encodeCursor(createdAt, rowID int64) string {
+	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "%s%d:%d", cursorPrefix, createdAt, rowID))
+}
+
+// decodeCursor reads a cursor made by encodeCursor.
+func decodeCursor(c string) (createdAt, rowID int64, err error) {
+	invalid := &scheduler.ValidationError{Fields: []scheduler.FieldError{{Field: "cursor", Message: "is not a cursor from a previous page; start again without one"}}}
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return 0, 0, invalid
+	}
+	s, ok := strings.CutPrefix(string(b), cursorPrefix)
+	if !ok {
+		return 0, 0, invalid
+	}
+	if n, err := fmt.Sscanf(s, "%d:%d", &createdAt, &rowID); err != nil || n != 2 || encodeCursor(createdAt, rowID) != c {
+		return 0, 0, invalid
+	}
+	return createdAt, rowID, nil
+}
+
+// ReleaseOperation moves a held or failed operation to scheduled at `at`
+// with a fresh retry budget (see scheduler.Store) and records act
+// ("release"). ErrInvalidTransition for other states, ErrNotFound for
+// unknown IDs.
+func (db *DB) ReleaseOperation(ctx context.Context, id string, at time.Time, act scheduler.Action) (scheduler.Operation, error) {
+	tx, err := db.beginWrite(ctx)
+	if err != nil {
+		return scheduler.Operation{}, fmt.Errorf("release %s: %w", id, err)
+	}
+	defer tx.Rollback()
+	r, err := releaseOperation(ctx, tx, id, at, act)
+	if err != nil {
+		return scheduler.Operation{}, fmt.Errorf("release %s: %w", id, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return scheduler.Operation{}, fmt.Errorf("release %s: %w", id, err)
+	}
+	return r.Operation, nil
+}
+
+func releaseOperation(ctx context.Context, tx *sql.Tx, id string, at time.Time, act scheduler.Action) (opRow, error) {
+	r, err := findOperation(ctx, tx, id)
+	if err != nil {
+		return opRow{}, err
+	}
+	if !r.State.CanRelease() {
+		return opRow{}, fmt.Errorf("%w: a %s operation cannot be released (only held or failed)", scheduler.ErrInvalidTransition, r.State)
+	}
+	_, err = tx.ExecContext(ctx, `
+		UPDATE operations SET state = 'scheduled', next_attempt_at = ?, hold_reason = NULL,
+			failure_reason = NULL, budget_attempts = 0, deadline = ?, updated_at = ?
+		WHERE id = ?`,
+		millis(at), millis(at.Add(r.Retry.MaxElapsed)), millis(act.At), r.id)
+	if err != nil {
+		return opRow{}, err
+	}
+	detail := fmt.Sprintf("%s → scheduled at %s", describeState(r.Operation), at.UTC().Format(time.RFC3339))
+	if err := insertAudit(ctx, tx, auditRow{opRowID: r.id, scope: r.Scope, action: "release", act: act, detail: detail}); err != nil {
+		return opRow{}, err
+	}
+	return findOperationByRowID(ctx, tx, r.id)
+}
+
+// ResolveOperation ends a held unknownOutcome operation as succeeded, or as
+// failed with FailureResolvedFailed, and records act ("resolve").
+// ErrInvalidTransition unless the operation is held for unknownOutcome.
+func (db *DB) ResolveOperation(ctx context.Context, id string, succeeded bool, act scheduler.Action) (scheduler.Operation, error) {
+	tx, err := db.beginWrite(ctx)
+	if err != nil {
+		return scheduler.Operation{}, fmt.Errorf("resolve %s: %w", id, err)
+	}
+	defer tx.Rollback()
+	r, err := resolveOperation(ctx, tx, id, succeeded, act)
+	if err != nil {
+		return scheduler.Operation{}, fmt.Errorf("resolve %s: %w", id, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return scheduler.Operation{}, fmt.Errorf("resolve %s: %w", id, err)
+	}
+	return r.Operation, nil
+}
+
+func resolveOperation(ctx context.Context, tx *sql.Tx, id string, succeeded bool, act scheduler.Action) (opRow, error) {
+	r, err := findOperation(ctx, tx, id)
+	if err != nil {
+		return opRow{}, err
+	}
+	if r.State != scheduler.StateHeld || r.HoldReason != scheduler.HoldUnknownOutcome {
+		return opRow{}, fmt.Errorf("%w: only an operation held for unknownOutcome can be resolved; this one is %s", scheduler.ErrInvalidTransition, describeState(r.Operation))
+	}
+	to, failure := scheduler.StateSucceeded, sql.NullString{}
+	if !succeeded {
+		to, failure = scheduler.StateFailed, nullString(string(scheduler.FailureResolvedFailed))
+	}
+	_, err = tx.ExecContext(ctx, `
+		UPDATE operations SET state = ?, hold_reason = NULL, failure_reason = ?, next_attempt_at = NULL, updated_at = ?
+		WHERE id = ?`,
+		string(to), failure, millis(act.At), r.id)
+	if err != nil {
+		return opRow{}, err
+	}
+	detail := fmt.Sprintf("%s → %s", describeState(r.Operation), to)
+	if err := insertAudit(ctx, tx, auditRow{opRowID: r.id, scope: r.Scope, action: "resolve", act: act, detail: detail}); err != nil {
+		return opRow{}, err
+	}
+	return findOperationByRowID(ctx, tx, r.id)
+}
+
+// CancelOperation cancels an operation whose state CanCancel and records
+// act ("cancel"); ErrInvalidTransition otherwise (a running operation's
+// request is already on its way).
+func (db *DB) CancelOperation(ctx context.Context, id string, act scheduler.Action) (scheduler.Operation, error) {
+	tx, err := db.beginWrite(ctx)
+	if err != nil {
+		return scheduler.Operation{}, fmt.Errorf("cancel %s: %w", id, err)
+	}
+	defer tx.Rollback()
+	r, err := cancelOperation(ctx, tx, id, act)
+	if err != nil {
+		return scheduler.Operation{}, fmt.Errorf("cancel %s: %w", id, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return scheduler.Operation{}, fmt.Errorf("cancel %s: %w", id, err)
+	}
+	return r.Operation, nil
+}
+
+func cancelOperation(ctx context.Context, tx *sql.Tx, id string, act scheduler.Action) (opRow, error) {
+	r, err := findOperation(ctx, tx, id)
+	if err != nil {
+		return opRow{}, err
+	}
+	if !r.State.CanCancel() {
+		return opRow{}, fmt.Errorf("%w: a %s operation cannot be canceled", scheduler.ErrInvalidTransition, r.State)
+	}
+	_, err = tx.ExecContext(ctx, `
+		UPDATE operations SET state = 'canceled', hold_reason = NULL, failure_reason = NULL,
+			next_attempt_at = NULL, updated_at = ?
+		WHERE id = ?`, millis(act.At), r.id)
+	if err != nil {
+		return opRow{}, err
+	}
+	detail := fmt.Sprintf("%s → canceled", describeState(r.Operation))
+	if err := insertAudit(ctx, tx, auditRow{opRowID: r.id, scope: r.Scope, action: "cancel", act: act, detail: detail}); err != nil {
+		return opRow{}, err
+	}
+	return findOperationByRowID(ctx, tx, r.id)
+}
+
+// describeState names an operation's state with its reason, for the audit
+// trail: "held (unknownOutcome)", "failed (permanent)", "scheduled".
+func describeState(o scheduler.Operation) string {
+	switch {
+	case o.HoldReason != "":
+		return fmt.Sprintf("%s (%s)", o.State, o.HoldReason)
+	case o.FailureReason != "":
+		return fmt.Sprintf("%s (%s)", o.State, o.FailureReason)
+	}
+	return string(o.State)
+}

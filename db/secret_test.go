@@ -1,0 +1,127 @@
+package db_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"pacer/db"
+	"pacer/scheduler"
+)
+
+func TestParseKey(t *testing.T) {
+	key := bytes.Repeat([]byte{0xfb, 0xff, 0x01}, 11)[:32]
+	for name, in := range map[string]string{
+		"Std":        base64.StdEncoding.EncodeToString(key),
+		"RawURL":     base64.RawURLEncoding.EncodeToString(key),
+		"StdNewline": base64.StdEncoding.EncodeToString(key) + "\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := db.ParseKey(in)
+			if err != nil {
+				t.Fatalf("parse: %v", err)
+			}
+			if !bytes.Equal(got, key) {
+				t.Fatalf("key = %x, want %x", got, key)
+			}
+		})
+	}
+	for name, in := range map[string]string{
+		"ErrShort":     base64.StdEncoding.EncodeToString(key[:16]),
+		"ErrNotBase64": "this is not base64 at all!!",
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := db.ParseKey(in)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if strings.Contains(err.Error(), in) {
+				t.Fatalf("error %q echoes the key", err)
+			}
+		})
+	}
+}
+
+func TestLoadOrCreateKeyFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pacer.key")
+	key, created, err := db.LoadOrCreateKeyFile(path)
+	if err != nil || !created || len(key) != db.KeySize {
+		t.Fatalf("create = %d bytes, %v, %v; want 32 bytes, created", len(key), created, err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fi.Mode().Perm(); got != 0o600 {
+		t.Fatalf("mode = %04o, want 0600", got)
+	}
+
+	again, created, err := db.LoadOrCreateKeyFile(path)
+	if err != nil || created || !bytes.Equal(again, key) {
+		t.Fatalf("reload = %v, %v; want the same key, not created", created, err)
+	}
+
+	t.Run("ErrGroupReadable", func(t *testing.T) {
+		if err := os.Chmod(path, 0o640); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := db.LoadOrCreateKeyFile(path)
+		if err == nil || !strings.Contains(err.Error(), "chmod 600") {
+			t.Fatalf("load group-readable key = %v, want refusal", err)
+		}
+	})
+}
+
+func TestCredentialsEncryptedAtRest(t *testing.T) {
+	const token = "ghp_SUPERSECRETTOKEN0123456789"
+	d, path := newTestDB(t)
+	ctx := context.Background()
+	putScope(t, d, "a", scopeOpts{Credentials: scheduler.Credentials{Type: scheduler.CredentialBearer, Token: token}})
+
+	raw := rawDB(t, path)
+	var blob []byte
+	if err := raw.QueryRow(`SELECT credentials FROM scopes WHERE name = 'a'`).Scan(&blob); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(blob, []byte(token)) || bytes.Contains(blob, []byte("bearer")) {
+		t.Fatal("credentials blob holds the plain text")
+	}
+
+	got, err := d.GetScope(ctx, "a")
+	if err != nil {
+		t.Fatalf("get scope: %v", err)
+	}
+	if got.Credentials.Token != token {
+		t.Fatal("credentials did not round-trip")
+	}
+
+	t.Run("BoundToScopeName", func(t *testing.T) {
+		putScope(t, d, "b", scopeOpts{})
+		if _, err := raw.Exec(`UPDATE scopes SET credentials = ? WHERE name = 'b'`, blob); err != nil {
+			t.Fatal(err)
+		}
+		_, err := d.GetScope(ctx, "b")
+		if err == nil || strings.Contains(err.Error(), token) {
+			t.Fatalf("get scope with a copied blob = %v, want an error without the token", err)
+		}
+	})
+
+	t.Run("NotInDatabaseFiles", func(t *testing.T) {
+		raw.Close()
+		d.Close()
+		files, _ := filepath.Glob(path + "*")
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Contains(b, []byte(token)) {
+				t.Fatalf("%s holds the token in plain text", f)
+			}
+		}
+	})
+}

@@ -1,0 +1,315 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"pacer/scheduler"
+)
+
+// handleEnqueue answers POST /v1/operations: 201 with the new operation,
+// 200 with the existing one when the same content was enqueued before, 409
+// when other content was, 422 for invalid fields or an unknown scope.
+// Nothing is stored unless the answer is 201.
+func (s *Server) handleEnqueue(w http.ResponseWriter, r *http.Request) {
+	var body EnqueueRequest
+	if err := decodeJSON(w, r, s.maxBody, &body, false); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var errs []FieldError
+	in := body.input("", &errs)
+	if len(errs) > 0 {
+		s.writeProblem(w, r, validationProblem(errs))
+		return
+	}
+	res, err := s.svc.Enqueue(r.Context(), []scheduler.OperationInput{in}, func(int) string { return "" })
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if len(res) != 1 {
+		s.internalError(w, r, fmt.Errorf("enqueue: %d results for 1 operation", len(res)))
+		return
+	}
+	item := s.enqueueResult(r, body.OperationID, res[0])
+	if item.Problem != nil {
+		s.writeProblem(w, r, *item.Problem)
+		return
+	}
+	if item.Status == http.StatusCreated {
+		w.Header().Set("Location", operationPath(item.OperationID))
+	}
+	s.writeJSON(w, r, item.Status, item.Operation)
+}
+
+// handleEnqueueBatch answers POST /v1/operations/batch: 200 with a result
+// per operation, all enqueued in one transaction. An invalid field in any
+// operation rejects the whole batch with 422 and stores nothing.
+func (s *Server) handleEnqueueBatch(w http.ResponseWriter, r *http.Request) {
+	var body BatchRequest
+	if err := decodeJSON(w, r, s.maxBatch, &body, false); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if n := len(body.Operations); n == 0 || n > scheduler.MaxBatch {
+		s.writeProblem(w, r, validationProblem([]FieldError{{
+			Field: "operations", Message: fmt.Sprintf("must hold 1 to %d operations (got %d)", scheduler.MaxBatch, n),
+		}}))
+		return
+	}
+	prefix := func(i int) string { return fmt.Sprintf("operations[%d].", i) }
+	var errs []FieldError
+	ins := make([]scheduler.OperationInput, len(body.Operations))
+	for i, op := range body.Operations {
+		ins[i] = op.input(prefix(i), &errs)
+	}
+	if len(errs) > 0 {
+		s.writeProblem(w, r, validationProblem(errs))
+		return
+	}
+	res, err := s.svc.Enqueue(r.Context(), ins, prefix)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if len(res) != len(ins) {
+		s.internalError(w, r, fmt.Errorf("enqueue: %d results for %d operations", len(res), len(ins)))
+		return
+	}
+	out := BatchResponse{Results: make([]BatchResult, len(res))}
+	for i, item := range res {
+		out.Results[i] = s.enqueueResult(r, body.Operations[i].OperationID, item)
+	}
+	s.writeJSON(w, r, http.StatusOK, out)
+}
+
+// enqueueResult converts the fate of one enqueued operation to the status
+// and body a single enqueue answers with.
+func (s *Server) enqueueResult(r *http.Request, id string, res scheduler.EnqueueResult) BatchResult {
+	out := BatchResult{OperationID: id}
+	if res.Err != nil {
+		err := res.Err
+		if errors.Is(err, scheduler.ErrConflict) {
+			err = withDetail(err, "operation %q exists with other content: resubmit the same content, or choose a new operationId", id)
+		}
+		p, internal := problemFor(err)
+		if internal {
+			s.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.EscapedPath(), "operationId", id, "err", err)
+		}
+		out.Status, out.Problem = p.Status, &p
+		return out
+	}
+	op := newOperation(res.Operation)
+	out.OperationID, out.Operation = op.OperationID, &op
+	out.Status = http.StatusOK
+	if res.Created {
+		out.Status = http.StatusCreated
+	}
+	return out
+}
+
+// handleListOperations answers GET /v1/operations?state=&providerScope=&limit=&cursor=
+// with one page, newest first.
+func (s *Server) handleListOperations(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := scheduler.OperationFilter{
+		State:  scheduler.State(q.Get("state")),
+		Scope:  q.Get("providerScope"),
+		Cursor: q.Get("cursor"),
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			s.writeProblem(w, r, validationProblem([]FieldError{{Field: "limit", Message: "must be a whole number between 1 and 1000"}}))
+			return
+		}
+		f.Limit = n
+	}
+	page, err := s.svc.ListOperations(r.Context(), f)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := OperationList{Operations: make([]Operation, len(page.Operations)), Next: optString(page.Next)}
+	for i, op := range page.Operations {
+		out.Operations[i] = newOperation(op)
+	}
+	s.writeJSON(w, r, http.StatusOK, out)
+}
+
+// handleGetOperation answers GET /v1/operations/{operationId}.
+func (s *Server) handleGetOperation(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.operationParam(w, r)
+	if !ok {
+		return
+	}
+	op, err := s.svc.GetOperation(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, operationNotFound(err, id))
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, newOperation(op))
+}
+
+// handleListAttempts answers GET /v1/operations/{operationId}/attempts,
+// oldest attempt first.
+func (s *Server) handleListAttempts(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.operationParam(w, r)
+	if !ok {
+		return
+	}
+	attempts, err := s.svc.ListAttempts(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, operationNotFound(err, id))
+		return
+	}
+	out := AttemptList{Attempts: make([]Attempt, len(attempts))}
+	for i, a := range attempts {
+		out.Attempts[i] = newAttempt(a)
+	}
+	s.writeJSON(w, r, http.StatusOK, out)
+}
+
+// handleListAudit answers GET /v1/operations/{operationId}/audit: the
+// manual actions on the operation, oldest first.
+func (s *Server) handleListAudit(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.operationParam(w, r)
+	if !ok {
+		return
+	}
+	entries, err := s.svc.ListAudit(r.Context(), id)
+	if err == nil && len(entries) == 0 {
+		// An empty trail and an unknown operation look alike; tell them apart.
+		_, err = s.svc.GetOperation(r.Context(), id)
+	}
+	if err != nil {
+		s.fail(w, r, operationNotFound(err, id))
+		return
+	}
+	out := AuditList{Audit: make([]AuditEntry, len(entries))}
+	for i, e := range entries {
+		out.Audit[i] = newAuditEntry(e)
+	}
+	s.writeJSON(w, r, http.StatusOK, out)
+}
+
+// handleRelease answers POST /v1/operations/{operationId}/release: a held
+// or failed operation runs again at "at" (now when absent or past) with a
+// fresh retry budget.
+func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.operationParam(w, r)
+	if !ok {
+		return
+	}
+	var body ReleaseRequest
+	if err := decodeJSON(w, r, s.maxBody, &body, true); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var at *time.Time
+	if body.At != "" {
+		t, err := time.Parse(time.RFC3339Nano, body.At)
+		if err != nil {
+			s.writeProblem(w, r, validationProblem([]FieldError{{Field: "at", Message: "must be an RFC 3339 time such as 2026-09-11T02:00:00Z"}}))
+			return
+		}
+		at = &t
+	}
+	op, err := s.svc.Release(r.Context(), id, at, body.Reason, actorFrom(r.Context()))
+	if err != nil {
+		s.fail(w, r, s.actionError(r.Context(), err, id, "only held or failed operations can be released"))
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, newOperation(op))
+}
+
+// handleResolve answers POST /v1/operations/{operationId}/resolve: a person
+// says what happened to a mutation held for unknownOutcome.
+func (s *Server) handleResolve(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.operationParam(w, r)
+	if !ok {
+		return
+	}
+	var body ResolveRequest
+	if err := decodeJSON(w, r, s.maxBody, &body, true); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var succeeded bool
+	switch body.Outcome {
+	case string(scheduler.StateSucceeded):
+		succeeded = true
+	case string(scheduler.StateFailed):
+	default:
+		s.writeProblem(w, r, validationProblem([]FieldError{{Field: "outcome", Message: `must be "succeeded" or "failed": what you found at the provider`}}))
+		return
+	}
+	op, err := s.svc.Resolve(r.Context(), id, succeeded, body.Reason, actorFrom(r.Context()))
+	if err != nil {
+		s.fail(w, r, s.actionError(r.Context(), err, id, "only operations held for unknownOutcome can be resolved"))
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, newOperation(op))
+}
+
+// handleCancel answers POST /v1/operations/{operationId}/cancel.
+func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.operationParam(w, r)
+	if !ok {
+		return
+	}
+	var body CancelRequest
+	if err := decodeJSON(w, r, s.maxBody, &body, true); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	op, err := s.svc.Cancel(r.Context(), id, body.Reason, actorFrom(r.Context()))
+	if err != nil {
+		s.fail(w, r, s.actionError(r.Context(), err, id,
+			"only scheduled, waitingForBudget, held or failed operations can be canceled; a running one is already on its way"))
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, newOperation(op))
+}
+
+// operationParam returns the operation ID named in the path, or answers
+// 404.
+func (s *Server) operationParam(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id, ok := pathParam(r, "operationId")
+	if !ok {
+		s.writeProblem(w, r, newProblem(http.StatusNotFound, "the operation ID in the path is not validly escaped"))
+	}
+	return id, ok
+}
+
+// actionError gives a manual action's error a detail that names the
+// operation and, for a refused transition, its current state and rule.
+func (s *Server) actionError(ctx context.Context, err error, id, rule string) error {
+	switch {
+	case errors.Is(err, scheduler.ErrNotFound):
+		return operationNotFound(err, id)
+	case errors.Is(err, scheduler.ErrInvalidTransition):
+		if op, gerr := s.svc.GetOperation(ctx, id); gerr == nil {
+			return withDetail(err, "operation %q is %s: %s", id, op.State, rule)
+		}
+		return withDetail(err, "operation %q: %s", id, rule)
+	}
+	return err
+}
+
+// operationNotFound names the operation in a not-found error's detail.
+func operationNotFound(err error, id string) error {
+	if errors.Is(err, scheduler.ErrNotFound) {
+		return withDetail(err, "no operation %q", id)
+	}
+	return err
+}
+
+// operationPath is the escaped path of an operation's resource.
+func operationPath(id string) string { return "/v1/operations/" + url.PathEscape(id) }

@@ -1,0 +1,106 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+
+	"pacer/scheduler"
+)
+
+// handlePutScope answers PUT /v1/scopes/{providerScope}: 201 with the new
+// scope, 200 with the replaced one.
+func (s *Server) handlePutScope(w http.ResponseWriter, r *http.Request) {
+	name, ok := s.scopeParam(w, r)
+	if !ok {
+		return
+	}
+	var body PutScopeRequest
+	if err := decodeJSON(w, r, s.maxBody, &body, false); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var errs []FieldError
+	in := body.input(name, &errs)
+	if len(errs) > 0 {
+		s.writeProblem(w, r, validationProblem(errs))
+		return
+	}
+	sc, created, err := s.svc.PutScope(r.Context(), in, actorFrom(r.Context()))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+		w.Header().Set("Location", "/v1/scopes/"+url.PathEscape(sc.Name))
+	}
+	s.writeJSON(w, r, status, newScope(sc, s.svc.Now()))
+}
+
+// handleListScopes answers GET /v1/scopes.
+func (s *Server) handleListScopes(w http.ResponseWriter, r *http.Request) {
+	scopes, err := s.svc.ListScopes(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	now := s.svc.Now()
+	out := ScopeList{Scopes: make([]Scope, len(scopes))}
+	for i, sc := range scopes {
+		out.Scopes[i] = newScope(sc, now)
+	}
+	s.writeJSON(w, r, http.StatusOK, out)
+}
+
+// handleGetScope answers GET /v1/scopes/{providerScope}.
+func (s *Server) handleGetScope(w http.ResponseWriter, r *http.Request) {
+	name, ok := s.scopeParam(w, r)
+	if !ok {
+		return
+	}
+	sc, err := s.svc.GetScope(r.Context(), name)
+	if err != nil {
+		s.fail(w, r, scopeNotFound(err, name))
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, newScope(sc, s.svc.Now()))
+}
+
+// handleResumeScope answers POST /v1/scopes/{providerScope}/resume: it
+// lifts the scope's hold and pause.
+func (s *Server) handleResumeScope(w http.ResponseWriter, r *http.Request) {
+	name, ok := s.scopeParam(w, r)
+	if !ok {
+		return
+	}
+	var body ResumeScopeRequest
+	if err := decodeJSON(w, r, s.maxBody, &body, true); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	sc, err := s.svc.ResumeScope(r.Context(), name, body.Reason, actorFrom(r.Context()))
+	if err != nil {
+		s.fail(w, r, scopeNotFound(err, name))
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, newScope(sc, s.svc.Now()))
+}
+
+// scopeParam returns the scope named in the path, or answers 404.
+func (s *Server) scopeParam(w http.ResponseWriter, r *http.Request) (string, bool) {
+	name, ok := pathParam(r, "providerScope")
+	if !ok {
+		s.writeProblem(w, r, newProblem(http.StatusNotFound, "the scope name in the path is not validly escaped"))
+	}
+	return name, ok
+}
+
+// scopeNotFound names the scope in a not-found error's detail.
+func scopeNotFound(err error, name string) error {
+	if errors.Is(err, scheduler.ErrNotFound) {
+		return withDetail(err, "no scope %q", name)
+	}
+	return err
+}
