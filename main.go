@@ -44,6 +44,9 @@ func newApp() *cli.App {
 		ExitErrHandler:       func(*cli.Context, error) {}, // main prints and exits
 		Commands: []*cli.Command{
 			serveCommand(),
+			enqueueCommand(), opsCommand(), scopesCommand(), followCommand(),
+			backupCommand(), checkCommand(),
+			usersCommand(),
 			{
 				Name:  "version",
 				Usage: "print the version",

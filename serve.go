@@ -16,6 +16,7 @@ import (
 
 	"pacer/db"
 	"pacer/httpapi"
+	"pacer/metrics"
 	"pacer/scheduler"
 )
 
@@ -24,7 +25,7 @@ func serveCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "serve",
 		Usage: "run the pacer service",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			dbFlag(),
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", EnvVars: []string{"PACER_LISTEN"}, Usage: "address for the HTTP API"},
 			&cli.StringFlag{Name: "api-token", EnvVars: []string{"PACER_API_TOKEN"}, Usage: "bearer token the API requires; without one only loopback addresses are allowed"},
@@ -35,7 +36,8 @@ func serveCommand() *cli.Command {
 			&cli.DurationFlag{Name: "lease", Value: scheduler.DefaultLeaseDuration, EnvVars: []string{"PACER_LEASE"}, Usage: "lease of a claimed operation; at least request-timeout + 5s"},
 			&cli.DurationFlag{Name: "shutdown-grace", Value: scheduler.DefaultShutdownGrace, EnvVars: []string{"PACER_SHUTDOWN_GRACE"}, Usage: "time in-flight requests may finish at shutdown"},
 			&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: []string{"PACER_LOG_LEVEL"}, Usage: "debug, info, warn or error"},
-		},
+			&cli.DurationFlag{Name: "retention", Value: scheduler.DefaultRetention, EnvVars: []string{"PACER_RETENTION"}, Usage: "age after which succeeded and canceled operations and old changes are removed; 0 keeps everything"},
+		}, demoFlags()...),
 		Action: runServe,
 	}
 }
@@ -54,7 +56,19 @@ func runServe(c *cli.Context) error {
 	if token == "" && !loopback(listen) {
 		return cli.Exit(fmt.Sprintf("refusing to listen on %s without --api-token (PACER_API_TOKEN): without a token only loopback addresses are allowed", listen), 2)
 	}
+	retention := c.Duration("retention")
+	if retention != 0 && retention < scheduler.MinRetention {
+		return cli.Exit(fmt.Sprintf("--retention %s is too short: at least %s, or 0 to keep everything", retention, scheduler.MinRetention), 2)
+	}
 	dbPath := c.String("db")
+	if c.Bool("demo") {
+		path, cleanup, err := demoDatabase(c)
+		if err != nil {
+			return cli.Exit(err.Error(), 1)
+		}
+		defer cleanup()
+		dbPath = path
+	}
 	lock, err := db.Lock(dbPath)
 	if err != nil {
 		return cli.Exit(err.Error(), 3)
@@ -70,16 +84,27 @@ func runServe(c *cli.Context) error {
 		return cli.Exit(err.Error(), 1)
 	}
 	defer store.Close()
+	if c.Bool("demo") {
+		if err := refuseDemoOnRealData(c.Context, store, dbPath, c.Bool("demo-force")); err != nil {
+			return cli.Exit(err.Error(), 2)
+		}
+	}
 
 	clk := clock.New()
+	var engine *scheduler.Engine
+	meter, err := metrics.New(metrics.Config{Counts: store, Clock: clk, InFlight: func() int { return engine.InFlight() }, Version: version, Logger: logger})
+	if err != nil {
+		return err
+	}
 	policy := scheduler.DefaultPolicy()
-	engine, err := scheduler.NewEngine(store, clk, policy, scheduler.EngineConfig{
+	engine, err = scheduler.NewEngine(store, clk, policy, scheduler.EngineConfig{
 		Workers:        c.Int("workers"),
 		LeaseDuration:  c.Duration("lease"),
 		RequestTimeout: c.Duration("request-timeout"),
 		ShutdownGrace:  c.Duration("shutdown-grace"),
 		Logger:         logger,
 		UserAgent:      "pacer/" + version,
+		Observer:       meter,
 	})
 	if err != nil {
 		return cli.Exit(err.Error(), 2)
@@ -91,15 +116,33 @@ func runServe(c *cli.Context) error {
 		logger.Warn("recovered leases left by an earlier process", "count", n)
 	}
 	service := scheduler.NewService(store, clk, policy, engine.Wake)
-	api, err := httpapi.New(httpapi.Config{Service: service, Token: token, Logger: logger})
+	engine.NotifyChanges(service.Notifier()) // claims and completions wake GET /v1/changes
+	api, err := httpapi.New(httpapi.Config{Service: service, Token: token, Logger: logger,
+		Ready: readiness(store, engine, clk.Now), Metrics: meter.Handler(),
+		Users: store}) // staff accounts of the support page (/ui): pacer users add
 	if err != nil {
 		return err
+	}
+	var pruner *scheduler.Pruner
+	if retention > 0 {
+		if pruner, err = scheduler.NewPruner(store, clk, scheduler.PrunerConfig{Retention: retention, Logger: logger}); err != nil {
+			return cli.Exit(err.Error(), 2)
+		}
 	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return cli.Exit(fmt.Sprintf("listen on %s: %v", listen, err), 1)
 	}
+	stopDemo, closeDemo := func() {}, func() {}
+	if c.Bool("demo") {
+		if stopDemo, closeDemo, err = startDemo(ctx, service, clk, logger, "http://"+ln.Addr().String()); err != nil {
+			ln.Close()
+			return cli.Exit(fmt.Sprintf("start the demo: %v", err), 1)
+		}
+	}
+	defer closeDemo() // after the engine has drained: requests may be in flight to it
 	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	srv.RegisterOnShutdown(service.Notifier().Close) // long-polls answer at once instead of holding up shutdown
 	logger.Info("pacer serving", "listen", ln.Addr().String(), "db", dbPath, "version", version, "auth", token != "")
 
 	engineCtx, stopEngine := context.WithCancel(context.Background())
@@ -107,15 +150,25 @@ func runServe(c *cli.Context) error {
 	go func() { engineDone <- engine.Run(engineCtx) }()
 	httpDone := make(chan error, 1)
 	go func() { httpDone <- srv.Serve(ln) }()
+	pruneDone := make(chan error, 1)
+	if pruner != nil {
+		go func() { pruneDone <- pruner.Run(engineCtx) }()
+	} else {
+		logger.Info("retention off: finished operations are kept forever")
+		pruneDone <- nil
+	}
 
 	select {
 	case <-ctx.Done():
 		logger.Info("shutting down")
 	case err := <-httpDone:
+		stopDemo()
 		stopEngine()
 		<-engineDone
+		<-pruneDone
 		return fmt.Errorf("http server: %w", err)
 	}
+	stopDemo()
 	// Order: stop taking requests, then drain the engine, then close the store.
 	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -126,6 +179,7 @@ func runServe(c *cli.Context) error {
 	if err := <-engineDone; err != nil {
 		logger.Warn("engine shutdown", "err", err)
 	}
+	<-pruneDone
 	logger.Info("stopped")
 	return nil
 }

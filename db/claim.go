@@ -16,6 +16,11 @@ type eligibleScope struct {
 	free       int   // concurrency slots left
 	slotMS     int64 // even spacing of a configured rate; 0 without one
 	nextSlotAt int64
+	// budget is the learned budget left above the reserve until resetAt;
+	// meaningful only when hasBudget.
+	hasBudget bool
+	budget    int64
+	resetAt   int64
 }
 
 // ClaimDue leases up to p.Limit due operations in one immediate
@@ -70,8 +75,17 @@ func (db *DB) claimDue(ctx context.Context, tx *sql.Tx, p scheduler.ClaimParams)
 	}
 	// Each scope's oldest due operations, as many as it may take.
 	queues := make([][]int64, len(scopes))
-	for i, s := range scopes {
+	for i := range scopes {
+		s := &scopes[i]
 		n := min(s.free, p.Limit)
+		if s.hasBudget {
+			n = min(n, int(min(s.budget, int64(p.Limit))))
+			paced, err := budgetPacing(ctx, tx, s, now)
+			if err != nil {
+				return nil, err
+			}
+			s.slotMS = max(s.slotMS, paced)
+		}
 		if s.slotMS > 0 {
 			n = 1
 		}
@@ -103,10 +117,25 @@ func (db *DB) claimDue(ctx context.Context, tx *sql.Tx, p scheduler.ClaimParams)
 		}
 		ops = append(ops, r)
 	}
-	for i, s := range scopes {
-		if s.slotMS > 0 && len(queues[i]) > 0 {
+	taken := map[int64]int64{}
+	for _, r := range ops {
+		taken[r.scopeID]++
+	}
+	for _, s := range scopes {
+		k := taken[s.id]
+		if k == 0 {
+			continue
+		}
+		if s.slotMS > 0 {
 			next := max(s.nextSlotAt, now) + s.slotMS
 			if _, err := tx.ExecContext(ctx, `UPDATE scopes SET next_slot_at = ? WHERE id = ?`, next, s.id); err != nil {
+				return nil, err
+			}
+		}
+		if s.hasBudget {
+			// Count the requests now in flight against the learned budget
+			// until the provider's next answer says otherwise.
+			if _, err := tx.ExecContext(ctx, `UPDATE scopes SET budget_remaining = budget_remaining - ? WHERE id = ?`, k, s.id); err != nil {
 				return nil, err
 			}
 		}
@@ -123,6 +152,8 @@ func findEligibleScopes(ctx context.Context, tx *sql.Tx, now int64, limit int) (
 	rows, err := tx.QueryContext(ctx, `
 		WITH open_scopes AS MATERIALIZED (
 			SELECT s.id, s.max_concurrent, s.rate_requests, s.rate_per_ms, s.next_slot_at,
+				s.budget_remaining - s.budget_reserve AS budget,
+				CASE WHEN s.budget_reset_at > ?1 THEN s.budget_reset_at END AS reset_at,
 				(SELECT COUNT(*) FROM operations r
 				 WHERE r.scope_id = s.id AND r.state = 'running') AS running,
 				(SELECT o.next_attempt_at FROM operations o
@@ -130,8 +161,9 @@ func findEligibleScopes(ctx context.Context, tx *sql.Tx, now int64, limit int) (
 				 ORDER BY o.next_attempt_at LIMIT 1) AS due
 			FROM scopes s
 			WHERE s.hold_reason IS NULL AND s.paused_until <= ?1 AND s.next_slot_at <= ?1
+				AND NOT COALESCE(s.budget_reset_at > ?1 AND s.budget_remaining <= s.budget_reserve, 0)
 		)
-		SELECT id, max_concurrent - running, rate_requests, rate_per_ms, next_slot_at
+		SELECT id, max_concurrent - running, rate_requests, rate_per_ms, next_slot_at, budget, reset_at
 		FROM open_scopes
 		WHERE due <= ?1 AND running < max_concurrent
 		ORDER BY due, id
@@ -143,11 +175,14 @@ func findEligibleScopes(ctx context.Context, tx *sql.Tx, now int64, limit int) (
 	var out []eligibleScope
 	for rows.Next() {
 		var (
-			s               eligibleScope
-			requests, perMS sql.NullInt64
+			s                                eligibleScope
+			requests, perMS, budget, resetAt sql.NullInt64
 		)
-		if err := rows.Scan(&s.id, &s.free, &requests, &perMS, &s.nextSlotAt); err != nil {
+		if err := rows.Scan(&s.id, &s.free, &requests, &perMS, &s.nextSlotAt, &budget, &resetAt); err != nil {
 			return nil, err
+		}
+		if budget.Valid && resetAt.Valid {
+			s.hasBudget, s.budget, s.resetAt = true, budget.Int64, resetAt.Int64
 		}
 		if requests.Valid {
 			s.slotMS = (perMS.Int64 + requests.Int64 - 1) / requests.Int64 // ceil: never faster than the rate
@@ -156,6 +191,26 @@ func findEligibleScopes(ctx context.Context, tx *sql.Tx, now int64, limit int) (
 		out = append(out, s)
 	}
 	return out, rows.Err()
+}
+
+// budgetPacing returns the spacing that spreads a scope's learned budget
+// over the time left until its reset, when the scope has more work due
+// before the reset than budget left; 0 when the budget covers the work and
+// it may go at once. The backlog count stops at budget+1 rows.
+func budgetPacing(ctx context.Context, tx *sql.Tx, s *eligibleScope, now int64) (int64, error) {
+	var due int64
+	err := tx.QueryRowContext(ctx, `
+		SELECT COUNT(*) FROM (
+			SELECT 1 FROM operations
+			WHERE scope_id = ? AND state IN ('scheduled', 'waitingForBudget') AND next_attempt_at <= ?
+			LIMIT ?)`, s.id, s.resetAt, s.budget+1).Scan(&due)
+	if err != nil {
+		return 0, fmt.Errorf("count work due before the budget reset: %w", err)
+	}
+	if due <= s.budget {
+		return 0, nil
+	}
+	return max((s.resetAt-now)/s.budget, 1), nil
 }
 
 // findDueOperations returns the row IDs of up to n operations of a scope

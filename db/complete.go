@@ -142,10 +142,15 @@ func markStale(ctx context.Context, tx *sql.Tx, c scheduler.Completion) error {
 func applyScopeEffect(ctx context.Context, tx *sql.Tx, scopeID int64, e scheduler.ScopeEffect, c scheduler.Completion) error {
 	at := millis(c.FinishedAt)
 	if !e.PauseUntil.IsZero() {
-		// Never shortens a pause in place.
+		// Never shortens a pause in place. A shared limit pauses every
+		// scope of the group, and only those.
+		where := `id = ?4`
+		if e.Shared {
+			where = `limit_group = (SELECT limit_group FROM scopes WHERE id = ?4)`
+		}
 		_, err := tx.ExecContext(ctx, `
 			UPDATE scopes SET paused_until = ?1, pause_reason = ?2, updated_at = ?3
-			WHERE id = ?4 AND paused_until < ?1`,
+			WHERE `+where+` AND paused_until < ?1`,
 			millis(e.PauseUntil), e.PauseReason, at, scopeID)
 		if err != nil {
 			return fmt.Errorf("pause scope: %w", err)
@@ -163,8 +168,15 @@ func applyScopeEffect(ctx context.Context, tx *sql.Tx, scopeID int64, e schedule
 		if b.Limit != 0 {
 			limit = sql.NullInt64{Int64: b.Limit, Valid: true}
 		}
+		// Within one window (same reset) answers may arrive out of order
+		// and the claim already counted requests still in flight: keep the
+		// lower remaining figure. A new window replaces the figures.
 		_, err := tx.ExecContext(ctx, `
-			UPDATE scopes SET budget_remaining = ?, budget_limit = ?, budget_reset_at = ? WHERE id = ?`,
+			UPDATE scopes SET
+				budget_remaining = CASE WHEN ?3 IS NOT NULL AND budget_reset_at = ?3
+					THEN MIN(budget_remaining, ?1) ELSE ?1 END,
+				budget_limit = ?2, budget_reset_at = ?3
+			WHERE id = ?4`,
 			b.Remaining, limit, nullMillis(b.ResetAt), scopeID)
 		if err != nil {
 			return fmt.Errorf("record scope budget: %w", err)

@@ -46,7 +46,7 @@ func openTestDB(t *testing.T, path string) *db.DB {
 }
 
 // rawDB opens the database file directly, to read or tamper with rows.
-func rawDB(t *testing.T, path string) *sql.DB {
+func rawDB(t testing.TB, path string) *sql.DB {
 	t.Helper()
 	raw, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)")
 	if err != nil {
@@ -64,7 +64,7 @@ type scopeOpts struct {
 }
 
 // putScope creates or replaces a scope.
-func putScope(t *testing.T, d *db.DB, name string, o scopeOpts) scheduler.Scope {
+func putScope(t testing.TB, d *db.DB, name string, o scopeOpts) scheduler.Scope {
 	t.Helper()
 	if o.MaxConcurrent == 0 {
 		o.MaxConcurrent = 4

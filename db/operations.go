@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -212,7 +213,8 @@ const (
 )
 
 // ListOperations returns one page, newest first (by creation time, then
-// insertion order), filtered by state and scope. f.Limit outside 1..1000 is
+// insertion order), filtered by state, scope, hold or failure reason and
+// creation and update time ranges. f.Limit outside 1..1000 is
 // clamped (0 means DefaultPageSize). A cursor that is not a previous page's
 // Next is a *scheduler.ValidationError naming the field "cursor".
 func (db *DB) ListOperations(ctx context.Context, f scheduler.OperationFilter) (scheduler.OperationPage, error) {
@@ -236,24 +238,9 @@ func listOperations(ctx context.Context, tx *sql.Tx, f scheduler.OperationFilter
 	case limit > MaxPageSize:
 		limit = MaxPageSize
 	}
-	var (
-		where []string
-		args  []any
-	)
-	if f.State != "" {
-		where = append(where, "o.state = ?")
-		args = append(args, string(f.State))
-	}
-	if f.Scope != "" {
-		var scopeID int64
-		err := tx.QueryRowContext(ctx, `SELECT id FROM scopes WHERE name = ?`, f.Scope).Scan(&scopeID)
-		if errors.Is(err, sql.ErrNoRows) {
-			return scheduler.OperationPage{}, nil
-		} else if err != nil {
-			return scheduler.OperationPage{}, err
-		}
-		where = append(where, "o.scope_id = ?")
-		args = append(args, scopeID)
+	where, args, none, err := operationFilter(ctx, tx, f)
+	if err != nil || none {
+		return scheduler.OperationPage{}, err
 	}
 	if f.Cursor != "" {
 		createdAt, rowID, err := decodeCursor(f.Cursor)
@@ -292,6 +279,67 @@ func listOperations(ctx context.Context, tx *sql.Tx, f scheduler.OperationFilter
 		last = r
 	}
 	return page, rows.Err()
+}
+
+// operationFilter returns the WHERE terms and arguments selecting f's
+// operations (without its cursor), for operations o. none is true when
+// nothing can match (an unknown scope).
+func operationFilter(ctx context.Context, tx *sql.Tx, f scheduler.OperationFilter) (where []string, args []any, none bool, err error) {
+	if f.State != "" {
+		where = append(where, "o.state = ?")
+		args = append(args, string(f.State))
+	}
+	if len(f.States) > 0 {
+		// The states are checked against the enum and written as literals.
+		for _, st := range f.States {
+			if !st.Valid() {
+				return nil, nil, false, &scheduler.ValidationError{Fields: []scheduler.FieldError{{Field: "state", Message: fmt.Sprintf("%q is not a state", st)}}}
+			}
+		}
+		lits := make([]string, 0, len(f.States))
+		for _, st := range scheduler.AllStates {
+			if slices.Contains(f.States, st) {
+				lits = append(lits, "'"+string(st)+"'")
+			}
+		}
+		if len(lits) == 2 && slices.Contains(f.States, scheduler.StateHeld) && slices.Contains(f.States, scheduler.StateFailed) {
+			// Held or failed: exactly the rows with a reason (schema
+			// CHECKs), written so the attention indexes serve it in order.
+			where = append(where, "coalesce(o.hold_reason, o.failure_reason) IS NOT NULL")
+		} else {
+			where = append(where, "o.state IN ("+strings.Join(lits, ", ")+")")
+		}
+	}
+	if f.Scope != "" {
+		var scopeID int64
+		err := tx.QueryRowContext(ctx, `SELECT id FROM scopes WHERE name = ?`, f.Scope).Scan(&scopeID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, nil, true, nil
+		} else if err != nil {
+			return nil, nil, false, err
+		}
+		where = append(where, "o.scope_id = ?")
+		args = append(args, scopeID)
+	}
+	if f.Reason != "" {
+		// Held rows have only a hold reason, failed rows only a failure
+		// reason (schema CHECKs), so one expression (indexed) covers both.
+		where = append(where, "coalesce(o.hold_reason, o.failure_reason) = ?")
+		args = append(args, f.Reason)
+	}
+	for _, b := range []struct {
+		cond string
+		t    time.Time
+	}{
+		{"o.created_at >= ?", f.CreatedAfter}, {"o.created_at < ?", f.CreatedBefore},
+		{"o.updated_at >= ?", f.UpdatedAfter}, {"o.updated_at < ?", f.UpdatedBefore},
+	} {
+		if !b.t.IsZero() {
+			where = append(where, b.cond)
+			args = append(args, millis(b.t))
+		}
+	}
+	return where, args, false, nil
 }
 
 // cursorPrefix versions the cursor format.

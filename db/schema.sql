@@ -15,6 +15,10 @@ CREATE TABLE scopes (
     -- additional data, so a blob copied to another scope does not open.
     credentials        BLOB    NOT NULL,
     idempotency_header TEXT    NOT NULL DEFAULT '',
+    -- JSON of providers.Spec: the declarative profile a 'custom' scope
+    -- carries, and only such a scope.
+    profile_spec       TEXT    CHECK (profile_spec IS NULL OR json_valid(profile_spec))
+                               CHECK ((provider = 'custom') = (profile_spec IS NOT NULL)),
     max_concurrent     INTEGER NOT NULL CHECK (max_concurrent >= 1),
     -- configured rate: at most rate_requests sends in any window of
     -- rate_per_ms milliseconds; both NULL without one.
@@ -29,11 +33,20 @@ CREATE TABLE scopes (
     -- earliest time the next request of a rate-limited scope may leave
     -- (even spacing); 0 when it may leave at once.
     next_slot_at       INTEGER NOT NULL DEFAULT 0,
+    -- scopes sharing a provider-wide limit (an app's or project's quota):
+    -- a shared rate limit pauses every scope of the group. Defaults to the
+    -- provider name.
+    limit_group        TEXT    NOT NULL CHECK (limit_group <> ''),
+    -- requests of the learned budget kept back: the scope pauses until the
+    -- reset once remaining falls to this figure.
+    budget_reserve     INTEGER NOT NULL DEFAULT 0 CHECK (budget_reserve >= 0),
     created_at         INTEGER NOT NULL,
     updated_at         INTEGER NOT NULL,
     CHECK ((rate_requests IS NULL) = (rate_per_ms IS NULL)),
     CHECK (budget_remaining IS NOT NULL OR (budget_limit IS NULL AND budget_reset_at IS NULL))
 ) STRICT;
+
+CREATE INDEX scopes_limit_group ON scopes (limit_group);
 
 -- operations: one business command and its life cycle (design §2). The
 -- CHECKs tie each state to the columns it needs.
@@ -90,6 +103,21 @@ CREATE INDEX operations_running_lease ON operations (lease_expires_at)
 CREATE INDEX operations_created ON operations (created_at, id);
 CREATE INDEX operations_state_created ON operations (state, created_at, id);
 CREATE INDEX operations_scope_created ON operations (scope_id, created_at, id);
+-- Finished rows retention may remove, oldest first (PruneFinished): held
+-- and failed rows are not in it, so they are never even looked at.
+CREATE INDEX operations_finished ON operations (updated_at, id)
+    WHERE state IN ('succeeded', 'canceled');
+-- Listing by hold or failure reason: only held and failed rows have one
+-- (at most one of the two, by the CHECKs above).
+CREATE INDEX operations_reason_created ON operations (coalesce(hold_reason, failure_reason), created_at, id)
+    WHERE coalesce(hold_reason, failure_reason) IS NOT NULL;
+-- The support page's "needs attention" list, newest first, overall and per
+-- scope: held and failed rows, which are exactly the rows with a reason
+-- (the CHECKs above). Small, since only those rows are in them.
+CREATE INDEX operations_attention ON operations (created_at, id)
+    WHERE coalesce(hold_reason, failure_reason) IS NOT NULL;
+CREATE INDEX operations_attention_scope ON operations (scope_id, created_at, id)
+    WHERE coalesce(hold_reason, failure_reason) IS NOT NULL;
 
 -- attempts: one send of an operation, written as an intent by the claim
 -- and finished by the completion (or marked stale when fenced out).
@@ -140,6 +168,9 @@ CREATE TABLE changes (
     at           INTEGER NOT NULL
 ) STRICT;
 
+-- The feed of one scope (GET /v1/changes?providerScope=…), in seq order.
+CREATE INDEX changes_scope ON changes (scope, seq);
+
 CREATE TRIGGER operations_changes_insert AFTER INSERT ON operations
 BEGIN
     INSERT INTO changes (operation_id, scope, state, at)
@@ -152,3 +183,25 @@ BEGIN
     INSERT INTO changes (operation_id, scope, state, at)
     VALUES (NEW.operation_id, (SELECT name FROM scopes WHERE id = NEW.scope_id), NEW.state, NEW.updated_at);
 END;
+
+-- users: staff accounts of the support page (pacer users add). The
+-- password is stored only as a bcrypt hash.
+CREATE TABLE users (
+    id            INTEGER PRIMARY KEY,
+    name          TEXT    NOT NULL UNIQUE CHECK (name <> ''),
+    password_hash TEXT    NOT NULL CHECK (password_hash LIKE '$2%'),
+    created_at    INTEGER NOT NULL
+) STRICT;
+
+-- sessions: signed-in staff. The cookie carries a random token; only its
+-- SHA-256 is stored, so a copy of the database signs no one in. Removing
+-- a user ends their sessions.
+CREATE TABLE sessions (
+    token_hash BLOB    PRIMARY KEY CHECK (length(token_hash) = 32),
+    user_id    INTEGER NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL CHECK (expires_at > created_at)
+) STRICT, WITHOUT ROWID;
+
+CREATE INDEX sessions_user ON sessions (user_id);
+CREATE INDEX sessions_expires ON sessions (expires_at);

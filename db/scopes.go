@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -17,6 +18,8 @@ import (
 const scopeColumns = `s.id, s.name, s.provider, s.base_url, s.credentials, s.idempotency_header,
 	s.max_concurrent, s.rate_requests, s.rate_per_ms, s.hold_reason, s.paused_until, s.pause_reason,
 	s.budget_remaining, s.budget_limit, s.budget_reset_at, s.created_at, s.updated_at,
+	s.limit_group, s.budget_reserve,
+	s.profile_spec,
 	(SELECT COUNT(*) FROM operations r WHERE r.scope_id = s.id AND r.state = 'running')`
 
 // scopeRow is a scope as stored, with its row ID and rate slot.
@@ -36,13 +39,18 @@ func (db *DB) scanScope(row interface{ Scan(...any) error }) (scopeRow, error) {
 		hold                                  sql.NullString
 		pausedUntil, createdAt, updatedAt     int64
 		budgetRemaining, budgetLimit, resetAt sql.NullInt64
+		profileSpec                           sql.NullString
 	)
 	s := &sr.Scope
 	err := row.Scan(&sr.id, &s.Name, &s.Provider, &s.BaseURL, &creds, &s.IdempotencyHeader,
 		&s.MaxConcurrent, &rateRequests, &ratePerMS, &hold, &pausedUntil, &s.PauseReason,
-		&budgetRemaining, &budgetLimit, &resetAt, &createdAt, &updatedAt, &s.InFlight)
+		&budgetRemaining, &budgetLimit, &resetAt, &createdAt, &updatedAt,
+		&s.Group, &s.BudgetReserve, &profileSpec, &s.InFlight)
 	if err != nil {
 		return scopeRow{}, err
+	}
+	if s.Profile, err = decodeProfileSpec(profileSpec); err != nil {
+		return scopeRow{}, fmt.Errorf("scope %s: %w", s.Name, err)
 	}
 	if rateRequests.Valid {
 		s.RateLimit = &scheduler.RateLimit{Requests: int(rateRequests.Int64), Per: time.Duration(ratePerMS.Int64) * time.Millisecond}
@@ -91,6 +99,10 @@ func (db *DB) putScope(ctx context.Context, tx *sql.Tx, cfg scheduler.ScopeConfi
 	if err != nil {
 		return false, err
 	}
+	spec, err := encodeProfileSpec(cfg.Profile)
+	if err != nil {
+		return false, err
+	}
 	var rateRequests, ratePerMS sql.NullInt64
 	if rl := cfg.RateLimit; rl != nil {
 		if rl.Requests < 1 || rl.Per < time.Millisecond {
@@ -104,10 +116,10 @@ func (db *DB) putScope(ctx context.Context, tx *sql.Tx, cfg scheduler.ScopeConfi
 	if errors.Is(err, scheduler.ErrNotFound) {
 		_, err = tx.ExecContext(ctx, `
 			INSERT INTO scopes (name, provider, base_url, credentials, idempotency_header, max_concurrent,
-				rate_requests, rate_per_ms, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				rate_requests, rate_per_ms, limit_group, budget_reserve, profile_spec, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			cfg.Name, cfg.Provider, cfg.BaseURL, sealed, cfg.IdempotencyHeader, cfg.MaxConcurrent,
-			rateRequests, ratePerMS, millis(act.At), millis(act.At))
+			rateRequests, ratePerMS, limitGroup(cfg), cfg.BudgetReserve, spec, millis(act.At), millis(act.At))
 		if err != nil {
 			return false, err
 		}
@@ -134,11 +146,12 @@ func (db *DB) putScope(ctx context.Context, tx *sql.Tx, cfg scheduler.ScopeConfi
 	_, err = tx.ExecContext(ctx, `
 		UPDATE scopes SET provider = ?, base_url = ?, credentials = ?, idempotency_header = ?,
 			max_concurrent = ?, rate_requests = ?, rate_per_ms = ?, hold_reason = ?,
-			next_slot_at = CASE WHEN ? IS NULL THEN 0 ELSE next_slot_at END, updated_at = ?
+			next_slot_at = CASE WHEN ? IS NULL THEN 0 ELSE next_slot_at END,
+			limit_group = ?, budget_reserve = ?, profile_spec = ?, updated_at = ?
 		WHERE name = ?`,
 		cfg.Provider, cfg.BaseURL, sealed, cfg.IdempotencyHeader,
 		cfg.MaxConcurrent, rateRequests, ratePerMS, hold,
-		rateRequests, millis(act.At), cfg.Name)
+		rateRequests, limitGroup(cfg), cfg.BudgetReserve, spec, millis(act.At), cfg.Name)
 	if err != nil {
 		return false, err
 	}
@@ -147,6 +160,40 @@ func (db *DB) putScope(ctx context.Context, tx *sql.Tx, cfg scheduler.ScopeConfi
 		detail += "; " + strings.Join(notes, "; ")
 	}
 	return false, insertAudit(ctx, tx, auditRow{scope: cfg.Name, action: "putScope", act: act, detail: detail})
+}
+
+// encodeProfileSpec writes a custom scope's declarative profile as JSON;
+// NULL for a scope without one.
+func encodeProfileSpec(spec *providers.Spec) (sql.NullString, error) {
+	if spec == nil {
+		return sql.NullString{}, nil
+	}
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return sql.NullString{}, fmt.Errorf("encode profile spec: %w", err)
+	}
+	return sql.NullString{String: string(b), Valid: true}, nil
+}
+
+// decodeProfileSpec reads what encodeProfileSpec wrote.
+func decodeProfileSpec(v sql.NullString) (*providers.Spec, error) {
+	if !v.Valid {
+		return nil, nil
+	}
+	var spec providers.Spec
+	if err := json.Unmarshal([]byte(v.String), &spec); err != nil {
+		return nil, fmt.Errorf("decode profile spec: %w", err)
+	}
+	return &spec, nil
+}
+
+// limitGroup is the scope's group for shared limits: its own setting, or
+// its provider.
+func limitGroup(cfg scheduler.ScopeConfig) string {
+	if cfg.Group != "" {
+		return cfg.Group
+	}
+	return cfg.Provider
 }
 
 // describeConfig summarizes a scope's limits for the audit trail; it never
@@ -158,6 +205,9 @@ func describeConfig(cfg scheduler.ScopeConfig) string {
 	}
 	if cfg.Credentials.Type != scheduler.CredentialNone {
 		s += ", " + string(cfg.Credentials.Type) + " credentials"
+	}
+	if cfg.Profile != nil {
+		s += ", declarative profile " + cfg.Profile.Key()[:12]
 	}
 	return s
 }

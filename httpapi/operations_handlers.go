@@ -114,22 +114,45 @@ func (s *Server) enqueueResult(r *http.Request, id string, res scheduler.Enqueue
 	return out
 }
 
-// handleListOperations answers GET /v1/operations?state=&providerScope=&limit=&cursor=
-// with one page, newest first.
+// handleListOperations answers GET /v1/operations?state=&providerScope=&reason=
+// &createdAfter=&createdBefore=&updatedAfter=&updatedBefore=&limit=&cursor=
+// with one page, newest first. The time bounds are RFC 3339: "After" is
+// inclusive, "Before" exclusive. A cursor continues the listing with the
+// same filters.
 func (s *Server) handleListOperations(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := scheduler.OperationFilter{
 		State:  scheduler.State(q.Get("state")),
 		Scope:  q.Get("providerScope"),
+		Reason: q.Get("reason"),
 		Cursor: q.Get("cursor"),
 	}
+	var errs []FieldError
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
-			s.writeProblem(w, r, validationProblem([]FieldError{{Field: "limit", Message: "must be a whole number between 1 and 1000"}}))
-			return
+			errs = append(errs, FieldError{Field: "limit", Message: "must be a whole number between 1 and 1000"})
 		}
 		f.Limit = n
+	}
+	for _, b := range []struct {
+		name string
+		dst  *time.Time
+	}{
+		{"createdAfter", &f.CreatedAfter}, {"createdBefore", &f.CreatedBefore},
+		{"updatedAfter", &f.UpdatedAfter}, {"updatedBefore", &f.UpdatedBefore},
+	} {
+		if v := q.Get(b.name); v != "" {
+			t, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				errs = append(errs, FieldError{Field: b.name, Message: "must be an RFC 3339 time such as 2026-09-11T02:00:00Z"})
+			}
+			*b.dst = t
+		}
+	}
+	if len(errs) > 0 {
+		s.writeProblem(w, r, validationProblem(errs))
+		return
 	}
 	page, err := s.svc.ListOperations(r.Context(), f)
 	if err != nil {

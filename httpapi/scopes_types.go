@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"pacer/providers"
 	"pacer/scheduler"
 )
 
@@ -23,6 +24,15 @@ type PutScopeRequest struct {
 	// IdempotencyHeader tells a generic scope its provider honours
 	// idempotency keys in this header.
 	IdempotencyHeader string `json:"idempotencyHeader,omitempty"`
+	// Group names the scopes sharing a provider-wide limit; empty for the
+	// provider name.
+	Group string `json:"group,omitempty"`
+	// BudgetReserve is how many requests of the provider's reported budget
+	// are kept back before the scope waits for the reset.
+	BudgetReserve int `json:"budgetReserve,omitempty"`
+	// Profile is the declarative profile a "custom" scope requires (and
+	// only such a scope takes): its JSON is providers.Spec's.
+	Profile *providers.Spec `json:"profile,omitempty"`
 }
 
 // CredentialsRequest is a scope's credentials as written. They are
@@ -61,6 +71,11 @@ type Scope struct {
 	IdempotencyHeader *string           `json:"idempotencyHeader"`
 	MaxConcurrent     int               `json:"maxConcurrent"`
 	RateLimit         *RateLimit        `json:"rateLimit"`
+	Group             string            `json:"group"`
+	BudgetReserve     int               `json:"budgetReserve"`
+	// Profile is a custom scope's declarative profile; absent for
+	// built-in providers.
+	Profile *providers.Spec `json:"profile,omitempty"`
 	// Status is "open", "paused" or "held" at the time of the response.
 	Status      string     `json:"status"`
 	PausedUntil *time.Time `json:"pausedUntil"`
@@ -96,6 +111,7 @@ func (b PutScopeRequest) input(name string, errs *[]FieldError) scheduler.ScopeI
 	in := scheduler.ScopeInput{
 		Name: name, Provider: b.Provider, BaseURL: b.BaseURL,
 		IdempotencyHeader: b.IdempotencyHeader, MaxConcurrent: b.MaxConcurrent,
+		Group: b.Group, BudgetReserve: b.BudgetReserve, Profile: b.Profile,
 	}
 	if c := b.Credentials; c != nil {
 		in.Credentials = scheduler.Credentials{
@@ -122,6 +138,9 @@ func newScope(sc scheduler.Scope, now time.Time) Scope {
 		Credentials:       CredentialsStatus{Type: string(sc.Credentials.Type), Configured: sc.Credentials.Type != scheduler.CredentialNone},
 		IdempotencyHeader: optString(sc.IdempotencyHeader),
 		MaxConcurrent:     sc.MaxConcurrent,
+		Group:             sc.Group,
+		BudgetReserve:     sc.BudgetReserve,
+		Profile:           sc.Profile,
 		Status:            string(sc.Status(now)),
 		HoldReason:        optString(string(sc.HoldReason)),
 		InFlight:          sc.InFlight,
@@ -131,9 +150,9 @@ func newScope(sc scheduler.Scope, now time.Time) Scope {
 	if rl := sc.RateLimit; rl != nil {
 		out.RateLimit = &RateLimit{Requests: rl.Requests, Per: formatDuration(rl.Per)}
 	}
-	if sc.PausedUntil.After(now) {
-		out.PausedUntil = optTime(sc.PausedUntil)
-		out.PauseReason = optString(sc.PauseReason)
+	if until, why := sc.Pause(now); !until.IsZero() {
+		out.PausedUntil = optTime(until)
+		out.PauseReason = optString(why)
 	}
 	if b := sc.Budget; b != nil {
 		remaining := b.Remaining

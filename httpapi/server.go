@@ -20,6 +20,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -63,6 +64,18 @@ type Config struct {
 	// Ready reports whether the server can take work, for GET /readyz.
 	// Nil means always ready.
 	Ready func(ctx context.Context) error
+	// Metrics serves GET /metrics (Prometheus); nil leaves the route out.
+	// It is guarded like /v1: with a Token configured a scraper sends it
+	// as a bearer token; without one the server is on loopback only.
+	Metrics http.Handler
+	// Users keeps the support page's staff accounts and sessions (/ui).
+	// Without any account (or with Users nil) the page is open only to
+	// loopback connections of a server without a Token, with a banner
+	// saying so; otherwise it asks to create an account.
+	Users UserStore
+	// SessionLifetime is how long a staff sign-in lasts (default
+	// DefaultSessionLifetime).
+	SessionLifetime time.Duration
 }
 
 // Server serves pacer's HTTP API. Build it with New; it is safe for
@@ -74,6 +87,8 @@ type Server struct {
 	maxBody  int64
 	maxBatch int64
 	ready    func(ctx context.Context) error
+	metrics  http.Handler
+	ui       *uiState // the support page (ui_server.go)
 	mux      *chi.Mux
 }
 
@@ -93,6 +108,7 @@ func New(cfg Config) (*Server, error) {
 		maxBody:  cfg.MaxBodyBytes,
 		maxBatch: cfg.MaxBatchBodyBytes,
 		ready:    cfg.Ready,
+		metrics:  cfg.Metrics,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -102,6 +118,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.maxBatch == 0 {
 		s.maxBatch = DefaultMaxBatchBodyBytes
+	}
+	if err := s.initUI(cfg); err != nil {
+		return nil, err
 	}
 	s.mux = s.routes()
 	return s, nil
@@ -119,6 +138,10 @@ func (s *Server) routes() *chi.Mux {
 
 	r.Get("/healthz", s.handleHealthz)
 	r.Get("/readyz", s.handleReadyz)
+	if s.metrics != nil {
+		r.With(s.authenticate).Method(http.MethodGet, "/metrics", s.metrics)
+	}
+	r.Get("/v1/openapi.json", s.handleOpenAPI) // no secrets in it: no token needed
 
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.authenticate)
@@ -127,6 +150,7 @@ func (s *Server) routes() *chi.Mux {
 		r.Put("/scopes/{providerScope}", s.handlePutScope)
 		r.Get("/scopes/{providerScope}", s.handleGetScope)
 		r.Post("/scopes/{providerScope}/resume", s.handleResumeScope)
+		r.Get("/providers", s.handleListProviders)
 
 		r.Post("/operations", s.handleEnqueue)
 		r.Post("/operations/batch", s.handleEnqueueBatch)
@@ -137,6 +161,32 @@ func (s *Server) routes() *chi.Mux {
 		r.Post("/operations/{operationId}/release", s.handleRelease)
 		r.Post("/operations/{operationId}/resolve", s.handleResolve)
 		r.Post("/operations/{operationId}/cancel", s.handleCancel)
+
+		r.Get("/changes", s.handleChanges)
+	})
+
+	// The support page (design §8): staff sign in; every POST passes the
+	// cross-origin guard.
+	r.Get("/", s.handleUIRoot)
+	r.Route("/ui", func(r chi.Router) {
+		r.Use(s.uiGuard)
+		r.NotFound(s.uiNotFound)
+		r.Get("/static/*", s.handleUIStatic)
+		r.Get("/signin", s.handleUISignInForm)
+		r.Post("/signin", s.handleUISignIn)
+		r.Group(func(r chi.Router) {
+			r.Use(s.uiRequireStaff)
+			r.Get("/", s.handleUIAttention)
+			r.Post("/signout", s.handleUISignOut)
+			r.Get("/operations/{operationId}", s.handleUIOperation)
+			r.Post("/operations/{operationId}/release", s.handleUIRelease)
+			r.Post("/operations/{operationId}/resolve", s.handleUIResolve)
+			r.Post("/operations/{operationId}/cancel", s.handleUICancel)
+			r.Get("/scopes/{providerScope}", s.handleUIScope)
+			r.Post("/scopes/{providerScope}/resume", s.handleUIResume)
+			r.Post("/scopes/{providerScope}/release-held", s.handleUIReleaseHeld)
+			r.Post("/scopes/{providerScope}/credentials", s.handleUICredentials)
+		})
 	})
 	return r
 }

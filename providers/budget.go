@@ -70,3 +70,88 @@ func firstElement(v string) string {
 	}
 	return v
 }
+
+// budgetReader is one source of budget figures a profile reads from every
+// response.
+type budgetReader interface {
+	source() BudgetSource
+	read(r *reading) *Budget
+}
+
+// headerBudget reads BudgetHeaders through ReadBudget.
+type headerBudget struct {
+	names BudgetHeaders
+	note  string
+}
+
+func (b headerBudget) source() BudgetSource {
+	s := BudgetSource{Remaining: strings.ToLower(b.names.Remaining), Limit: strings.ToLower(b.names.Limit), Reset: strings.ToLower(b.names.Reset), Note: b.note}
+	if s.Reset != "" {
+		s.ResetFormat = b.names.ResetForm.String()
+	}
+	return s
+}
+
+func (b headerBudget) read(r *reading) *Budget {
+	budget, _ := ReadBudget(r.h, b.names, r.now)
+	return budget
+}
+
+// ietfBudget reads the IETF RateLimit fields called field and policy, and
+// the old RateLimit-* fields when old is set.
+type ietfBudget struct {
+	field, policy string
+	old           bool
+}
+
+func (b ietfBudget) source() BudgetSource {
+	note := "IETF draft: remaining r and reset t of the most constrained request policy; quota q from " + strings.ToLower(b.policy)
+	if b.old {
+		note += "; else the old ratelimit-limit/-remaining/-reset (delta-seconds)"
+	}
+	return BudgetSource{Remaining: strings.ToLower(b.field), Limit: strings.ToLower(b.policy), Reset: strings.ToLower(b.field), ResetFormat: ResetDeltaSeconds.String(), Note: note}
+}
+
+func (b ietfBudget) read(r *reading) *Budget {
+	budget, _ := readIETF(r.h, b.field, b.policy, b.old, r.now)
+	return budget
+}
+
+// funcBudget computes figures from a provider-specific header or body.
+type funcBudget struct {
+	desc BudgetSource
+	fn   func(r *reading) *Budget
+}
+
+func (b funcBudget) source() BudgetSource    { return b.desc }
+func (b funcBudget) read(r *reading) *Budget { return b.fn(r) }
+
+// usedOfLimit reads "used/limit" (Shopify's call limit, Salesforce's
+// api-usage) as a Budget; nil unless both are non-negative integers with
+// limit > 0.
+func usedOfLimit(v string) *Budget {
+	used, limit, ok := strings.Cut(strings.TrimSpace(v), "/")
+	if !ok {
+		return nil
+	}
+	u, okU := count(used)
+	l, okL := count(limit)
+	if !okU || !okL || l <= 0 {
+		return nil
+	}
+	return &Budget{Remaining: max(l-u, 0), Limit: l}
+}
+
+// keyValues reads `k=v; k=v` or `k=v, k=v` pairs (Sforce-Limit-Info,
+// zendesk-ratelimit-tickets-index), keys lower-cased, values trimmed.
+func keyValues(v string) map[string]string {
+	out := map[string]string{}
+	for _, part := range strings.FieldsFunc(v, func(r rune) bool { return r == ';' || r == ',' }) {
+		k, val, ok := strings.Cut(part, "=")
+		if !ok {
+			continue
+		}
+		out[strings.ToLower(strings.TrimSpace(k))] = strings.TrimSpace(val)
+	}
+	return out
+}

@@ -3,7 +3,6 @@ package providers
 import (
 	"fmt"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 )
@@ -60,27 +59,4 @@ func hintNotes(hints ...Hint) []string {
 		}
 	}
 	return out
-}
-
-// jsonStringRe finds `"key": "value"` pairs in a body that is not valid
-// JSON, such as one cut off by the caller's bound.
-var jsonStringRe = regexp.MustCompile(`"([A-Za-z_]{1,32})"\s*:\s*"((?:[^"\\]|\\.){0,256})"`)
-
-// jsonStringField returns the first string value of key found in body by
-// scanning, not parsing, that accept allows (nil accepts any); empty when
-// none.
-func jsonStringField(body []byte, key string, accept func(string) bool) string {
-	for _, m := range jsonStringRe.FindAllSubmatch(body, 64) {
-		if string(m[1]) != key {
-			continue
-		}
-		v, err := strconv.Unquote(`"` + string(m[2]) + `"`)
-		if err != nil {
-			v = string(m[2])
-		}
-		if accept == nil || accept(v) {
-			return v
-		}
-	}
-	return ""
 }

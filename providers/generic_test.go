@@ -15,11 +15,7 @@ import (
 func TestGenericClassify(t *testing.T) {
 	g := providers.NewGeneric(providers.Options{IdempotencyHeader: "Idempotency-Key"})
 	date := httpDate(now)
-	tests := []struct {
-		name string
-		ex   exchange
-		want want
-	}{
+	tests := []signalCase{
 		// RFC 9110: 2xx succeeds.
 		{name: "OK", ex: exchange{status: 200, body: `{"ok":true}`},
 			want: want{class: providers.ClassSuccess, detail: "HTTP 200 OK"}},
@@ -53,6 +49,19 @@ func TestGenericClassify(t *testing.T) {
 			want: want{class: providers.ClassRateLimited, hintSrc: "retry-after", note: "negative", detail: "negative"}},
 		{name: "429PastRetryAfter", ex: exchange{status: 429, header: header("Date", date, "Retry-After", "Sun, 06 Nov 1994 08:49:37 GMT")},
 			want: want{class: providers.ClassRateLimited, hintSrc: "retry-after", note: "not in the future"}},
+		// providers.md §0 RateLimit draft problem types: a quota refusal had no effect.
+		{name: "403ProblemQuotaExceeded", ex: exchange{method: "POST", status: 403, header: header("Content-Type", "application/problem+json", "Retry-After", "40"),
+			body: `{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Request cannot be satisfied as assigned quota has been exceeded","status":403,"violated-policies":["daily"]}`},
+			want: want{class: providers.ClassRateLimited, reason: "quota-exceeded", hintSrc: "retry-after", hintAt: now.Add(40 * time.Second)}},
+		{name: "503ProblemReducedCapacity", ex: exchange{method: "POST", status: 503, header: header("Content-Type", "application/problem+json"),
+			body: `{"type":"https://iana.org/assignments/http-problem-types#temporary-reduced-capacity","title":"Temporary reduced capacity","status":503}`},
+			want: want{class: providers.ClassRateLimited, reason: "reduced-capacity"}},
+		{name: "400ProblemAbnormalUsage", ex: exchange{status: 400, header: header("Content-Type", "application/problem+json", "RateLimit", `"day";r=0;t=600`),
+			body: `{"type":"https://iana.org/assignments/http-problem-types#abnormal-usage-detected","title":"Abnormal usage detected","status":400}`},
+			want: want{class: providers.ClassRateLimited, reason: "abnormal-usage", hintSrc: "ratelimit", hintAt: now.Add(10 * time.Minute), budget: &providers.Budget{Remaining: 0, ResetAt: now.Add(10 * time.Minute)}}},
+		// RFC 9457: any other problem document is read by its status.
+		{name: "422ProblemOther", ex: exchange{method: "POST", status: 422, header: header("Content-Type", "application/problem+json"), body: `{"type":"https://example.com/probs/out-of-credit","title":"You do not have enough credit.","status":422}`},
+			want: want{class: providers.ClassPermanent, reason: "validation", detail: "out-of-credit"}},
 		// RFC 9110 §15.6.4: 503 was not processed, so transient for every kind.
 		{name: "503ReadRetryAfter", ex: exchange{status: 503, header: header("Retry-After", "120")},
 			want: want{class: providers.ClassTransient, reason: "unavailable", hintSrc: "retry-after", hintAt: now.Add(2 * time.Minute)}},
@@ -95,11 +104,7 @@ func TestGenericClassify(t *testing.T) {
 		{name: "DetailBounded", ex: exchange{status: 500, body: strings.Repeat("x\x00é", 5000)},
 			want: want{class: providers.ClassTransient, detail: "HTTP 500 Internal Server Error; body: x é"}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			check(t, g.Classify(tt.ex.build()), tt.want)
-		})
-	}
+	runSignals(t, g, tests)
 }
 
 func TestGenericDetailBody(t *testing.T) {

@@ -1,9 +1,6 @@
 package providers
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"strings"
 	"time"
 )
@@ -25,106 +22,121 @@ const GitHubSecondaryWait = time.Minute
 // 403 is permanent ("permission"). 401 is authRevoked; 400, 404, 409, 410
 // and 422 are permanent (422 with errors[].code already_exists has Reason
 // "already-exists"). GitHub honours no idempotency keys, so every 5xx on a
-// mutation is an unknown outcome; on a read it is transient. Budget comes
-// from x-ratelimit-limit/-remaining/-reset on every response; it is the
-// budget of the resource named by x-ratelimit-resource (core, search, …),
-// which the Detail names.
-type GitHub struct{}
+// mutation is an unknown outcome (including the "Server Error" that cuts
+// requests over 10 s); on a read it is transient. Budget comes from
+// x-ratelimit-limit/-remaining/-reset on every response; it is the budget
+// of the resource named by x-ratelimit-resource (core, search, …), which
+// the Detail names.
+//
+// No GitHub limit is app-wide: a user token's 5,000/h is shared by every
+// app of that user, an installation's by that installation, so a limit
+// pauses only its scope.
+type GitHub struct{ *table }
 
 var _ Profile = (*GitHub)(nil)
 
 // NewGitHub returns the GitHub profile.
-func NewGitHub() *GitHub { return &GitHub{} }
-
-// Name implements Profile.
-func (g *GitHub) Name() string { return "github" }
-
-// Idempotency implements Profile: GitHub honours no idempotency keys.
-func (g *GitHub) Idempotency() Idempotency { return Idempotency{} }
-
-// Defaults implements Profile: the 5,000 requests per hour of a user or
-// installation token, and 10 requests in flight, well below the secondary
-// limit's 100 concurrent requests.
-func (g *GitHub) Defaults() Defaults {
-	return Defaults{MaxConcurrent: 10, Requests: 5000, Per: time.Hour}
-}
-
-// Classify implements Profile.
-func (g *GitHub) Classify(ex Exchange) Outcome {
-	if ex.Response == nil {
-		return ClassifyTransport(ex)
-	}
-	resp := ex.Response
-	h, st := resp.Header, resp.StatusCode
-	o := Outcome{Status: st}
-	budget, reset := ReadBudget(h, BudgetHeaders{
+func NewGitHub() *GitHub {
+	budget := BudgetHeaders{
 		Limit: "X-Ratelimit-Limit", Remaining: "X-Ratelimit-Remaining",
 		Reset: "X-Ratelimit-Reset", ResetForm: ResetEpochSeconds,
-	}, ex.Now)
-	o.Budget = budget
-	var notes []string
-	if res := h.Get("X-Ratelimit-Resource"); res != "" && budget != nil {
-		notes = append(notes, "budget of resource "+cut(res, 32))
 	}
-	e := parseGitHubError(ex.Body)
-	exhausted := budget != nil && budget.Remaining == 0
-	ra := retryAfterHint(h, ex.Now)
-
-	switch {
-	case (st == 403 || st == 429) && (st == 429 || exhausted || ra.Source != "" || e.mentionsRateLimit()):
-		o.Class = ClassRateLimited
-		hints := []Hint{ra}
-		if exhausted {
-			hints = append(hints, reset)
-		}
-		o.Hint = ChooseHint(hints...)
-		notes = append(notes, hintNotes(hints...)...)
-		fallback := "github-default"
-		o.Reason = "primary-rate-limit"
-		if e.secondary() || !exhausted {
-			o.Reason, fallback = "secondary-rate-limit", "github-secondary-default"
-		}
-		if !o.Hint.Usable() {
-			o.Hint = Hint{
-				Source: fallback,
-				At:     ex.Now.Add(GitHubSecondaryWait),
-				Note:   "no usable retry-after or reset; GitHub asks to wait at least one minute",
+	exhausted := func(r *reading) bool {
+		b, _ := ReadBudget(r.h, budget, r.now)
+		return b != nil && b.Remaining == 0
+	}
+	reset := fromHeader("X-Ratelimit-Reset", ResetEpochSeconds)
+	const note = "no usable retry-after or reset; GitHub asks to wait at least one minute"
+	t := table{
+		name: "github", title: "GitHub REST API", ref: "providers.md §1",
+		budgets: []budgetReader{headerBudget{names: budget, note: "per resource (x-ratelimit-resource: core, search, graphql, …)"}},
+		diag: func(r *reading) []string {
+			if res := r.header("X-Ratelimit-Resource"); res != "" {
+				if b, _ := ReadBudget(r.h, budget, r.now); b != nil {
+					return []string{"budget of resource " + cut(res, 32)}
+				}
 			}
-		}
-	case st == 403:
-		o.Class, o.Reason = ClassPermanent, "permission"
-		if need := h.Get("X-Accepted-Github-Permissions"); need != "" {
-			notes = append(notes, "accepted permissions: "+cut(need, 128))
-		}
-	case st == 404:
-		o.Class, o.Reason = ClassPermanent, "not-found"
-		notes = append(notes, "GitHub answers 404 when auth is missing or insufficient for a private resource")
-	case st == 422 && e.has("already_exists"):
-		o.Class, o.Reason = ClassPermanent, "already-exists"
-		if ex.Mutation {
-			notes = append(notes, "already_exists: if this mutation was sent before, the first write may have landed")
-		}
-	case st >= 500 && st < 600:
-		o.Class, o.Reason = serverError(ex, true)
-		if ex.Mutation {
-			notes = append(notes, "GitHub honours no idempotency keys")
-		}
-	default:
-		o.Class, o.Reason = classifyStatus(ex)
+			return nil
+		},
+		idemNote: "none; a 422 already_exists after a resend may mean the first write landed",
+		// The 5,000 requests per hour of a user or installation token, and
+		// 10 requests in flight, well below the secondary limit's 100
+		// concurrent requests.
+		defaults:     Defaults{MaxConcurrent: 10, Requests: 5000, Per: time.Hour},
+		defaultsNote: "5,000 requests/h of a user or installation token; 10 in flight, well below the secondary limit's 100 concurrent",
+		notes: []string{
+			"A user token's 5,000/h is shared by every app of that user; an installation's by that installation: no limit pauses other scopes.",
+			"Persistent hammering after rate limits can get an integration banned.",
+		},
 	}
-	if o.Class == ClassTransient {
-		o.Hint = ra
-		notes = append(notes, hintNotes(ra)...)
+	rules := []rule{
+		{
+			Signal: Signal{Status: "403,429", When: "x-ratelimit-remaining is 0 and the message is not a secondary limit's", Class: ClassRateLimited, Reason: "primary-rate-limit"},
+			match:  func(r *reading) bool { return exhausted(r) && !githubMessage(r).secondary() },
+			hints:  []hinter{retryAfter(), reset, fixedHint{name: "github-default", wait: GitHubSecondaryWait, note: note}},
+		},
+		{
+			Signal: Signal{Status: "403,429", When: "a 429, retry-after present, or the message mentions a (secondary) rate limit or abuse detection", Class: ClassRateLimited, Reason: "secondary-rate-limit",
+				Note: "secondary limits: >100 concurrent, >900 points/min/endpoint, ~80 content-creating requests/min, CPU time"},
+			match: func(r *reading) bool {
+				return r.st == 429 || exhausted(r) || r.h.Get("Retry-After") != "" || githubMessage(r).mentionsRateLimit()
+			},
+			hints: []hinter{retryAfter(), whenHint{h: reset, cond: exhausted, when: "only when x-ratelimit-remaining is 0"},
+				fixedHint{name: "github-secondary-default", wait: GitHubSecondaryWait, note: note}},
+		},
+		{
+			Signal: Signal{Status: "403", When: "not a rate limit", Class: ClassPermanent, Reason: "permission",
+				Note: `"Resource not accessible by integration"; x-accepted-github-permissions lists what is needed`},
+			diag: func(r *reading) []string {
+				if need := r.header("X-Accepted-Github-Permissions"); need != "" {
+					return []string{"accepted permissions: " + cut(need, 128)}
+				}
+				return nil
+			},
+		},
+		{
+			Signal: Signal{Status: "404", Class: ClassPermanent, Reason: "not-found", Note: "GitHub answers 404 when auth is missing or insufficient for a private resource"},
+			diag: func(*reading) []string {
+				return []string{"GitHub answers 404 when auth is missing or insufficient for a private resource"}
+			},
+		},
+		{
+			Signal: Signal{Status: "422", When: "errors[].code already_exists", Class: ClassPermanent, Reason: "already-exists",
+				Note: "after a resend the first write may have landed"},
+			match: func(r *reading) bool { return githubMessage(r).has("already_exists") },
+			diag: func(r *reading) []string {
+				if r.ex.Mutation {
+					return []string{"already_exists: if this mutation was sent before, the first write may have landed"}
+				}
+				return nil
+			},
+		},
+		noKeysServerError("5xx", "server-error", "GitHub honours no idempotency keys; requests over 10 s end in a 5xx \"Server Error\" after they may have run"),
 	}
-	o.Detail = describe(resp, ex.Body, notes...)
-	return o
+	return &GitHub{newTable(t, rules)}
+}
+
+// noKeysServerError is a 5xx of a provider that honours no idempotency
+// keys: the mutation may have landed, so its outcome is unknown; a read is
+// transient. status names the 5xx it covers; a profile that trusts 503's
+// "not processed" leaves 503 out.
+func noKeysServerError(status, reason, note string) rule {
+	ru := serverErrorRule(status, "", reason)
+	ru.KeyedClass = ""
+	ru.Note = note
+	ru.diag = func(r *reading) []string {
+		if r.ex.Mutation {
+			return []string{note}
+		}
+		return nil
+	}
+	return ru
 }
 
 // githubError is what the profile reads from a GitHub error body:
 // `{"message": …, "errors": [{"code": …}, …]}`.
 type githubError struct {
-	message string
-	codes   []string
+	codes []string
 	// text is the lower-cased text searched for rate-limit wording: the
 	// message, or the start of the body when it has none.
 	text string
@@ -147,33 +159,13 @@ func (e githubError) has(code string) bool {
 	return false
 }
 
-// parseGitHubError reads body tolerantly: a body that is not JSON (cut
+// githubMessage reads r's body tolerantly: a body that is not JSON (cut
 // off, or HTML from a proxy) is scanned for the same fields.
-func parseGitHubError(body []byte) githubError {
-	var doc struct {
-		Message string            `json:"message"`
-		Errors  []json.RawMessage `json:"errors"`
-	}
-	var e githubError
-	var typeErr *json.UnmarshalTypeError
-	if err := json.Unmarshal(body, &doc); err == nil || errors.As(err, &typeErr) {
-		e.message = doc.Message
-		for _, raw := range doc.Errors {
-			var item struct {
-				Code string `json:"code"`
-			}
-			if json.Unmarshal(raw, &item) == nil && item.Code != "" {
-				e.codes = append(e.codes, item.Code)
-			}
-		}
-	} else {
-		e.message = jsonStringField(body, "message", nil)
-		if bytes.Contains(body, []byte(`"already_exists"`)) {
-			e.codes = append(e.codes, "already_exists")
-		}
-	}
-	e.text = strings.ToLower(e.message)
+func githubMessage(r *reading) githubError {
+	f := r.fields()
+	e := githubError{codes: f.get("errors[].code"), text: strings.ToLower(f.first("message"))}
 	if e.text == "" {
+		body := r.ex.Body
 		e.text = strings.ToLower(string(body[:min(len(body), 4096)]))
 	}
 	return e

@@ -21,11 +21,7 @@ func TestGitHubClassify(t *testing.T) {
 	full := func(remaining, reset string) []string {
 		return []string{"Date", date, "X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", remaining, "X-RateLimit-Used", "1", "X-RateLimit-Reset", reset, "X-RateLimit-Resource", "core"}
 	}
-	tests := []struct {
-		name string
-		ex   exchange
-		want want
-	}{
+	tests := []signalCase{
 		// providers.md §1: budget headers on every response.
 		{name: "OKBudget", ex: exchange{status: 200, header: header(full("4999", in15)...)},
 			want: want{class: providers.ClassSuccess, budget: &providers.Budget{Remaining: 4999, Limit: 5000, ResetAt: now.Add(15 * time.Minute)}, detail: "resource core"}},
@@ -94,11 +90,7 @@ func TestGitHubClassify(t *testing.T) {
 		// providers.md §1 UNK: requests over 10 s are cut with a "Server Error".
 		{name: "TimeoutServerError", ex: exchange{method: "POST", status: 500, body: `{"message":"Server Error"}`}, want: want{class: providers.ClassUnknownOutcome}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			check(t, p.Classify(tt.ex.build()), tt.want)
-		})
-	}
+	runSignals(t, p, tests)
 }
 
 func TestGitHubProfile(t *testing.T) {

@@ -3,6 +3,7 @@ package providers_test
 import (
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -75,6 +76,7 @@ type want struct {
 	hintAt   time.Time
 	budget   *providers.Budget
 	keyBound bool
+	shared   bool
 	detail   string // a substring the Detail must contain
 	note     string // a substring the hint's Note must contain
 }
@@ -103,6 +105,9 @@ func check(t *testing.T, got providers.Outcome, w want) {
 		if got.Budget.Remaining != w.budget.Remaining || got.Budget.Limit != w.budget.Limit || !got.Budget.ResetAt.Equal(w.budget.ResetAt) {
 			t.Errorf("budget: got %+v, want %+v", *got.Budget, *w.budget)
 		}
+	}
+	if got.Shared != w.shared {
+		t.Errorf("shared: got %v, want %v", got.Shared, w.shared)
 	}
 	if got.KeyBound != w.keyBound {
 		t.Errorf("keyBound: got %v, want %v", got.KeyBound, w.keyBound)
@@ -158,3 +163,40 @@ func checkHint(t testing.TB, h providers.Hint, now time.Time) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// signalCase is one case of a profile's table test: one documented signal
+// (or a standard rule, or an edge) and what it must give.
+type signalCase struct {
+	name string
+	ex   exchange
+	want want
+}
+
+// runSignals runs cases against p and then checks that every signal p
+// describes was decided by at least one case: a signal without a case
+// fails the test, so the description and the tests cannot drift apart.
+func runSignals(t *testing.T, p providers.Profile, cases []signalCase) {
+	t.Helper()
+	hit := map[int]bool{}
+	for _, tc := range cases {
+		ex := tc.ex.build()
+		if tc.ex.key && !p.Idempotency().Applies(ex.Method) {
+			t.Fatalf("%s: case sends a key the profile does not honour for %s", tc.name, ex.Method)
+		}
+		i, ok := providers.MatchedSignal(p, ex)
+		if !ok {
+			t.Fatalf("profile %s is not made of rules", p.Name())
+		}
+		hit[i] = true
+		t.Run(tc.name, func(t *testing.T) {
+			check(t, p.Classify(ex), tc.want)
+		})
+	}
+	for i, s := range p.Describe().Signals {
+		if !hit[i] {
+			t.Errorf("signal %d of %s (%s %s → %s %s) has no case", i, p.Name(), s.Status, s.When, s.Class, s.Reason)
+		}
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

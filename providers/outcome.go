@@ -180,6 +180,9 @@ type Profile interface {
 	Idempotency() Idempotency
 	// Defaults are the provider's documented limits.
 	Defaults() Defaults
+	// Describe says what the profile recognises, from the rules Classify
+	// uses.
+	Describe() Description
 }
 
 // Options are the per-scope settings that shape a profile.
@@ -188,4 +191,7 @@ type Options struct {
 	// idempotency keys in this header. Ignored by profiles that know their
 	// provider's own header.
 	IdempotencyHeader string
+	// Spec is the declarative profile of a "custom" scope; ignored by the
+	// built-in profiles.
+	Spec *Spec
 }

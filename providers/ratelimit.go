@@ -130,16 +130,32 @@ func ParseRateLimit(field string) ([]RateLimitItem, error) {
 // figure was found. A malformed field is ignored, as the draft requires, and
 // the next form is tried.
 func ReadIETFRateLimit(h http.Header, now time.Time) (*Budget, Hint) {
-	if field := strings.Join(h.Values("Ratelimit"), ", "); field != "" {
-		policies, _ := ParseRateLimitPolicy(strings.Join(h.Values("Ratelimit-Policy"), ", "))
-		if b, hint, ok := readRateLimitField(field, policies, now); ok {
+	return readIETF(h, "Ratelimit", "Ratelimit-Policy", true, now)
+}
+
+// readIETF is ReadIETFRateLimit over the fields called field and policy
+// (Jira sends them as Beta-RateLimit and Beta-RateLimit-Policy); old says
+// whether to fall back to the old RateLimit-Limit/-Remaining/-Reset fields.
+func readIETF(h http.Header, field, policy string, old bool, now time.Time) (*Budget, Hint) {
+	if value := strings.Join(h.Values(field), ", "); value != "" {
+		policies, _ := ParseRateLimitPolicy(strings.Join(h.Values(policy), ", "))
+		if b, hint, ok := readRateLimitField(value, policies, now); ok {
 			return b, hint
 		}
 	}
-	return ReadBudget(h, BudgetHeaders{
+	if !old {
+		return nil, Hint{}
+	}
+	return ReadBudget(h, ietfOldHeaders(), now)
+}
+
+// ietfOldHeaders are the IETF draft's fields up to -06 (still sent by
+// Zendesk and others): reset in delta seconds.
+func ietfOldHeaders() BudgetHeaders {
+	return BudgetHeaders{
 		Limit: "Ratelimit-Limit", Remaining: "Ratelimit-Remaining",
 		Reset: "Ratelimit-Reset", ResetForm: ResetDeltaSeconds,
-	}, now)
+	}
 }
 
 // readRateLimitField reads the most constrained request item of a RateLimit

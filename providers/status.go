@@ -1,7 +1,7 @@
 package providers
 
-// classifyStatus is the standards-only reading of a response's status
-// (RFC 9110, RFC 6585) that profiles fall back to: its class and reason.
+// standardRules are the standards-only reading of a response's status
+// (RFC 9110, RFC 6585) that every profile falls back to, in order.
 //
 // A 5xx other than 503 may have come after the provider acted, so for a
 // mutation it is an unknown outcome unless the request carried an
@@ -9,64 +9,54 @@ package providers
 // safe). 503 and 408 say the request was not processed. A status outside the
 // 2xx, 4xx and 5xx ranges (a redirect pacer does not follow) is unexpected:
 // a mutation's effect is then unknown, a read fails.
-func classifyStatus(ex Exchange) (Class, string) {
-	st := ex.Response.StatusCode
-	switch st {
-	case 401:
-		return ClassAuthRevoked, "unauthorized"
-	case 429:
-		return ClassRateLimited, "rate-limit"
-	case 408:
-		return ClassTransient, "request-timeout"
-	case 423:
-		return ClassTransient, "locked"
-	case 425:
-		return ClassTransient, "too-early"
-	case 503:
-		return ClassTransient, "unavailable"
-	case 400:
-		return ClassPermanent, "bad-request"
-	case 402:
-		return ClassPermanent, "payment-required"
-	case 403:
-		return ClassPermanent, "permission"
-	case 404:
-		return ClassPermanent, "not-found"
-	case 405:
-		return ClassPermanent, "method-not-allowed"
-	case 409:
-		return ClassPermanent, "conflict"
-	case 410:
-		return ClassPermanent, "gone"
-	case 413:
-		return ClassPermanent, "too-large"
-	case 414:
-		return ClassPermanent, "uri-too-long"
-	case 415:
-		return ClassPermanent, "unsupported-media-type"
-	case 422:
-		return ClassPermanent, "validation"
+func standardRules() []rule {
+	std := func(status string, c Class, reason string) rule {
+		return rule{Signal: Signal{Status: status, Class: c, Reason: reason}}
 	}
-	switch {
-	case st >= 200 && st < 300:
-		return ClassSuccess, ""
-	case st >= 400 && st < 500:
-		return ClassPermanent, "client-error"
-	case st >= 500 && st < 600:
-		return serverError(ex, false)
-	case ex.Mutation:
-		return ClassUnknownOutcome, "unexpected-status"
+	return []rule{
+		std("2xx", ClassSuccess, ""),
+		std("401", ClassAuthRevoked, "unauthorized"),
+		std("429", ClassRateLimited, "rate-limit"),
+		std("408", ClassTransient, "request-timeout"),
+		std("423", ClassTransient, "locked"),
+		std("425", ClassTransient, "too-early"),
+		std("503", ClassTransient, "unavailable"),
+		std("400", ClassPermanent, "bad-request"),
+		std("402", ClassPermanent, "payment-required"),
+		std("403", ClassPermanent, "permission"),
+		std("404", ClassPermanent, "not-found"),
+		std("405", ClassPermanent, "method-not-allowed"),
+		std("409", ClassPermanent, "conflict"),
+		std("410", ClassPermanent, "gone"),
+		std("413", ClassPermanent, "too-large"),
+		std("414", ClassPermanent, "uri-too-long"),
+		std("415", ClassPermanent, "unsupported-media-type"),
+		std("422", ClassPermanent, "validation"),
+		std("4xx", ClassPermanent, "client-error"),
+		serverErrorRule("5xx", "", "server-error"),
+		{Signal: Signal{Status: "other", Class: ClassUnknownOutcome, ReadClass: ClassPermanent, Reason: "unexpected-status",
+			Note: "a status pacer does not follow (a redirect): a mutation's effect is unknown"}},
 	}
-	return ClassPermanent, "unexpected-status"
 }
 
-// serverError classifies a 5xx that may have come after the provider acted:
-// transient for a read, or for a mutation that carried an idempotency key
-// (ex.IdempotencyKeySent); otherwise an unknown outcome. noKeys says the
-// provider honours no keys, so every mutation's outcome is unknown.
-func serverError(ex Exchange, noKeys bool) (Class, string) {
-	if ex.Mutation && (noKeys || !ex.IdempotencyKeySent) {
-		return ClassUnknownOutcome, "server-error"
+// serverErrorRule is an ambiguous server error: the provider may have acted
+// before failing, so a mutation's outcome is unknown, unless it carried an
+// idempotency key the provider honours; a read is transient.
+func serverErrorRule(status, when, reason string) rule {
+	return rule{Signal: Signal{
+		Status: status, When: when, Class: ClassUnknownOutcome,
+		ReadClass: ClassTransient, KeyedClass: ClassTransient, Reason: reason,
+	}}
+}
+
+// standardReason is the standard rules' reason for status st; empty for
+// success.
+func standardReason(st int) string {
+	for _, ru := range standardRules() {
+		set, _ := parseStatusPattern(ru.Status)
+		if set.has(st) {
+			return ru.Reason
+		}
 	}
-	return ClassTransient, "server-error"
+	return ""
 }

@@ -2,6 +2,7 @@ package providers
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -20,7 +21,11 @@ const maxRaw = 128
 // maxWholeDigits is the longest integer part parsed; longer values overflow.
 const maxWholeDigits = 18
 
-// ResetForm says how a provider writes the time its budget refills.
+// ResetForm says how a provider writes a time: a budget reset, a wait, a
+// retry delay. Every header-borne time of every profile, built-in or
+// declarative, is read by ParseReset in one of these forms. Its text form
+// (String, MarshalText) is the name used in declarative profiles and in
+// descriptions: "auto", "epoch-seconds", ….
 type ResetForm int
 
 const (
@@ -36,10 +41,88 @@ const (
 	// ResetDeltaSeconds is a number of seconds from the response (the old
 	// IETF RateLimit-Reset, Zendesk ratelimit-reset).
 	ResetDeltaSeconds
+	// ResetDeltaMillis is a number of milliseconds from the response
+	// (HubSpot X-HubSpot-RateLimit-Interval-Milliseconds).
+	ResetDeltaMillis
+	// ResetHTTPDate is an HTTP-date (RFC 9110 §5.6.7, all three forms) on
+	// the provider's clock.
+	ResetHTTPDate
+	// ResetRetryAfter is RFC 9110 Retry-After: delay-seconds or an
+	// HTTP-date.
+	ResetRetryAfter
+	// ResetISO8601 is an ISO 8601 / RFC 3339 time on the provider's clock;
+	// minute precision (Jira's `2006-01-02T15:04Z`) is accepted and taken
+	// as the end of that minute, so the wait is never short.
+	ResetISO8601
+	// ResetDuration is a duration string: protobuf JSON seconds ("30s",
+	// "1.5s", Google RetryInfo.retryDelay) or a Go duration ("1m30s").
+	ResetDuration
+
+	resetForms // the number of forms
 )
 
+// resetFormNames are the forms' names, by form.
+func resetFormNames() [resetForms]string {
+	return [resetForms]string{
+		ResetAuto:         "auto",
+		ResetEpochSeconds: "epoch-seconds",
+		ResetEpochMillis:  "epoch-millis",
+		ResetDeltaSeconds: "delta-seconds",
+		ResetDeltaMillis:  "delta-millis",
+		ResetHTTPDate:     "http-date",
+		ResetRetryAfter:   "retry-after",
+		ResetISO8601:      "iso8601",
+		ResetDuration:     "duration",
+	}
+}
+
+// String is the form's name, e.g. "epoch-seconds".
+func (f ResetForm) String() string {
+	if f < 0 || f >= resetForms {
+		return "ResetForm(" + strconv.Itoa(int(f)) + ")"
+	}
+	return resetFormNames()[f]
+}
+
+// MarshalText implements encoding.TextMarshaler with the form's name.
+func (f ResetForm) MarshalText() ([]byte, error) {
+	if f < 0 || f >= resetForms {
+		return nil, fmt.Errorf("marshal time form: unknown form %d", int(f))
+	}
+	return []byte(f.String()), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler; the error lists the
+// known names.
+func (f *ResetForm) UnmarshalText(b []byte) error {
+	v, ok := ParseResetForm(string(b))
+	if !ok {
+		return fmt.Errorf("unmarshal time form: %q is not one of %s", b, strings.Join(ResetFormNames(), ", "))
+	}
+	*f = v
+	return nil
+}
+
+// ParseResetForm returns the form called name; ok is false for an unknown
+// name.
+func ParseResetForm(name string) (ResetForm, bool) {
+	for i, n := range resetFormNames() {
+		if n == name {
+			return ResetForm(i), true
+		}
+	}
+	return 0, false
+}
+
+// ResetFormNames lists the names of every form.
+func ResetFormNames() []string {
+	names := resetFormNames()
+	return names[:]
+}
+
 // ParseRetryAfter reads a Retry-After value (RFC 9110 §10.2.3) that arrived
-// at now. date is the response's Date header ("" when absent).
+// at now. date is the response's Date header ("" when absent). It is
+// ParseReset with ResetRetryAfter and Source "retry-after".
 //
 // delay-seconds are digits; decimals such as "2.0" are accepted leniently.
 // An HTTP-date (IMF-fixdate, RFC 850 or asctime) is converted through date
@@ -49,33 +132,37 @@ const (
 // give an unusable Hint whose Note says why; values beyond MaxHintAhead are
 // clamped to it.
 func ParseRetryAfter(raw, date string, now time.Time) Hint {
-	h := Hint{Source: "retry-after", Raw: cut(raw, maxRaw)}
-	n, note := parseNumber(raw)
-	if note == "" {
-		return finish(h, n.duration(time.Second), now, "")
-	}
-	at, err := http.ParseTime(strings.TrimSpace(raw))
-	if err != nil {
-		if note == noteNotNumber {
-			note = "ignored: neither delay-seconds nor an HTTP-date"
-		}
-		h.Note = note
-		return h
-	}
-	delta, skew := sinceProvider(at, date, now)
-	return finish(h, delta, now, skew)
+	return ParseReset(ResetRetryAfter, "retry-after", raw, date, now)
 }
 
-// ParseReset reads a budget reset value written in form that arrived at
-// now, and names the Hint after source (a lower-case header name). date is
-// the response's Date header ("" when absent): an epoch value is converted
-// through it, At = now + (value − date), so provider clock skew does not
-// shift the result. Unusable values give a Hint with zero At and a Note,
-// as for ParseRetryAfter.
+// ParseReset reads a time written in form that arrived at now, and names
+// the Hint after source (a lower-case header name or a body field). date is
+// the response's Date header ("" when absent): an absolute value (epoch,
+// HTTP-date, ISO 8601) is converted through it, At = now + (value − date),
+// so provider clock skew does not shift the result; without a Date header
+// the provider's clock is taken as ours. Delta forms are relative to now.
+// Empty, negative, non-numeric, NaN, infinite, overflowing, zero and past
+// values give a Hint with zero At and a Note saying why; values beyond
+// MaxHintAhead are clamped to it. This is the one parser of every time
+// pacer reads from a provider.
 func ParseReset(form ResetForm, source, raw, date string, now time.Time) Hint {
 	h := Hint{Source: source, Raw: cut(raw, maxRaw)}
+	switch form {
+	case ResetHTTPDate:
+		return parseHTTPDate(h, raw, date, now, "ignored: not an HTTP-date")
+	case ResetISO8601:
+		return parseISO8601(h, raw, date, now)
+	case ResetDuration:
+		return parseDurationString(h, raw, now)
+	}
 	n, note := parseNumber(raw)
 	if note != "" {
+		if form == ResetRetryAfter {
+			if note == noteNotNumber {
+				note = "ignored: neither delay-seconds nor an HTTP-date"
+			}
+			return parseHTTPDate(h, raw, date, now, note)
+		}
 		h.Note = note
 		return h
 	}
@@ -97,9 +184,101 @@ func ParseReset(form ResetForm, source, raw, date string, now time.Time) Hint {
 		at := time.UnixMilli(n.whole).Add(time.Duration(n.nanos / 1000))
 		delta, skew := sinceProvider(at, date, now)
 		return finish(h, delta, now, skew)
-	default:
+	case ResetDeltaMillis:
+		return finish(h, n.duration(time.Millisecond), now, "")
+	case ResetDeltaSeconds, ResetRetryAfter:
 		return finish(h, n.duration(time.Second), now, "")
 	}
+	h.Note = "ignored: unknown time form " + form.String()
+	return h
+}
+
+// parseHTTPDate reads an HTTP-date into h; notDate is the Note when raw is
+// not one.
+func parseHTTPDate(h Hint, raw, date string, now time.Time, notDate string) Hint {
+	at, err := http.ParseTime(strings.TrimSpace(raw))
+	if err != nil {
+		h.Note = notDate
+		if strings.TrimSpace(raw) == "" {
+			h.Note = "ignored: empty"
+		}
+		return h
+	}
+	delta, skew := sinceProvider(at, date, now)
+	return finish(h, delta, now, skew)
+}
+
+// iso8601Layout is an ISO 8601 form accepted, with whether it has only
+// minute precision.
+type iso8601Layout struct {
+	layout string
+	minute bool
+}
+
+func iso8601Layouts() []iso8601Layout {
+	return []iso8601Layout{
+		{time.RFC3339Nano, false},
+		{"2006-01-02T15:04:05Z0700", false},
+		{"2006-01-02T15:04Z07:00", true},
+		{"2006-01-02T15:04Z0700", true},
+	}
+}
+
+// parseISO8601 reads an ISO 8601 time into h. A minute-precision value
+// (Jira X-RateLimit-Reset, providers.md §9) stands for any time in that
+// minute, so the end of the minute is taken.
+func parseISO8601(h Hint, raw, date string, now time.Time) Hint {
+	s := strings.TrimSpace(raw)
+	if s == "" {
+		h.Note = "ignored: empty"
+		return h
+	}
+	for _, l := range iso8601Layouts() {
+		at, err := time.Parse(l.layout, s)
+		if err != nil {
+			continue
+		}
+		var note string
+		if l.minute {
+			at = at.Add(time.Minute)
+			note = "minute precision: end of the minute taken"
+		}
+		delta, skew := sinceProvider(at, date, now)
+		return finish(h, delta, now, joinNote(skew, note))
+	}
+	h.Note = "ignored: not an ISO 8601 time"
+	return h
+}
+
+// parseDurationString reads a protobuf JSON duration ("1.5s") or a Go
+// duration ("1m30s") into h.
+func parseDurationString(h Hint, raw string, now time.Time) Hint {
+	s := strings.TrimSpace(raw)
+	if secs, ok := strings.CutSuffix(s, "s"); ok {
+		if n, note := parseNumber(secs); note == "" {
+			return finish(h, n.duration(time.Second), now, "")
+		} else if note != noteNotNumber && note != "ignored: not a plain decimal number" {
+			h.Note = note
+			return h
+		}
+	}
+	if s == "" {
+		h.Note = "ignored: empty"
+		return h
+	}
+	if strings.HasPrefix(s, "-") {
+		h.Note = "ignored: negative"
+		return h
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		h.Note = "ignored: not a duration"
+		if strings.Contains(err.Error(), "overflow") {
+			h.Note = "ignored: overflows"
+		}
+		return h
+	}
+	return finish(h, d, now, "")
 }
 
 // ChooseHint applies precedence: it returns the first usable hint of hints,

@@ -68,7 +68,8 @@ func (p Policy) decideRateLimited(d *Decision, op Operation, out providers.Outco
 	d.Scope.PauseUntil = maxTime(d.Scope.PauseUntil, until)
 	d.Scope.PauseReason = "rate limited: " + why
 	if out.Shared {
-		d.Scope.PauseReason += " (provider reports an app-wide limit)"
+		d.Scope.Shared = true
+		d.Scope.PauseReason += " (a limit shared by every scope of the group)"
 	}
 	next := until.Add(jitter(p.Spread, rnd))
 	if next.After(op.Deadline) {

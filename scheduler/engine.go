@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -56,6 +57,8 @@ type EngineConfig struct {
 	Random Random
 	// UserAgent is sent with every request.
 	UserAgent string
+	// Observer receives measurements for metrics; nil records nothing.
+	Observer Observer
 }
 
 func (c *EngineConfig) applyDefaults() error {
@@ -108,6 +111,9 @@ func (c *EngineConfig) applyDefaults() error {
 	if c.UserAgent == "" {
 		c.UserAgent = "pacer"
 	}
+	if c.Observer == nil {
+		c.Observer = NopObserver{}
+	}
 	return nil
 }
 
@@ -132,6 +138,10 @@ type Engine struct {
 
 	profilesMu sync.Mutex
 	profiles   map[[2]string]providers.Profile
+
+	// lastPass is the scheduler-clock time (Unix nanoseconds) at which the
+	// last successful pass ended; 0 before the first. See Stalled.
+	lastPass atomic.Int64
 }
 
 // NewEngine returns an engine over store.
@@ -225,13 +235,19 @@ func (e *Engine) runOnce(ctx context.Context) (claimed int, full bool, err error
 	}
 	free := cap(e.slots) - len(e.slots)
 	if free == 0 {
+		e.heartbeat()
 		return 0, false, nil
 	}
 	claims, err := e.store.ClaimDue(ctx, ClaimParams{Now: now, Limit: free, LeaseFor: e.cfg.LeaseDuration})
 	if err != nil {
 		return 0, false, fmt.Errorf("claim due operations: %w", err)
 	}
+	e.cfg.Observer.ObserveClaim(e.clock.Now().Sub(now), len(claims))
+	e.heartbeat()
 	for _, c := range claims {
+		if due := c.Operation.NextAttemptAt; !due.IsZero() {
+			e.cfg.Observer.ObserveDispatch(c.Scope.Provider, max(now.Sub(due), 0))
+		}
 		e.slots <- struct{}{}
 		e.busy.Add(1)
 		go e.work(c)
@@ -241,6 +257,41 @@ func (e *Engine) runOnce(ctx context.Context) (claimed int, full bool, err error
 
 // Wait blocks until every started attempt has been committed.
 func (e *Engine) Wait() { e.busy.Wait() }
+
+// StallMargin is how much longer than its PollInterval the claim loop may
+// go without finishing a pass before Stalled reports it: room for a pass
+// that waits on a busy database.
+const StallMargin = 30 * time.Second
+
+// heartbeat records that a pass ended well, on the scheduler's clock.
+func (e *Engine) heartbeat() { e.lastPass.Store(e.clock.Now().UnixNano()) }
+
+// LastPass is when the last successful pass (RunOnce, or a turn of Run's
+// loop) ended, on the scheduler's clock; zero before the first.
+func (e *Engine) LastPass() time.Time {
+	if ns := e.lastPass.Load(); ns != 0 {
+		return time.Unix(0, ns).UTC()
+	}
+	return time.Time{}
+}
+
+// Stalled returns an error when the claim loop has not finished a
+// successful pass within PollInterval+StallMargin before now (or never
+// has): the loop is stuck, or every pass fails because the store is
+// unusable. It returns nil for a loop that keeps turning.
+func (e *Engine) Stalled(now time.Time) error {
+	last := e.LastPass()
+	if last.IsZero() {
+		return errors.New("the claim loop has not completed a pass yet")
+	}
+	if age := now.Sub(last); age > e.cfg.PollInterval+StallMargin {
+		return fmt.Errorf("the claim loop last completed a pass %s ago (at %s)", age.Round(time.Second), last.Format(time.RFC3339))
+	}
+	return nil
+}
+
+// InFlight is the number of requests being sent right now.
+func (e *Engine) InFlight() int { return len(e.slots) }
 
 // Run loops until ctx ends: it claims due work on wake-ups, at the earliest
 // known due time and at least every PollInterval. Errors are logged and
@@ -320,6 +371,7 @@ func (e *Engine) work(c Claim) {
 	now := e.clock.Now().UTC().Truncate(time.Millisecond)
 	sr.exchange.Now = now
 	out := profile.Classify(sr.exchange)
+	e.cfg.Observer.ObserveAttempt(c.Scope.Provider, out.Class, now.Sub(started))
 	if e.sendCtx.Err() != nil && sr.exchange.Err != nil {
 		out.Reason = "interrupted"
 		out.Detail = "canceled at shutdown: " + out.Detail
@@ -357,15 +409,17 @@ func (e *Engine) commitWithRetry(c Completion) (bool, error) {
 	return false, err
 }
 
-// profile returns the scope's profile, cached by provider and options.
+// profile returns the scope's profile, cached by provider and options
+// (for a custom scope, the content of its declarative profile).
 func (e *Engine) profile(s Scope) providers.Profile {
-	key := [2]string{s.Provider, s.IdempotencyHeader}
+	// A custom scope's declarative profile is part of the key (by content).
+	key := [2]string{s.Provider, s.IdempotencyHeader + "\x00" + s.Profile.Key()}
 	e.profilesMu.Lock()
 	defer e.profilesMu.Unlock()
 	if p, ok := e.profiles[key]; ok {
 		return p
 	}
-	p, err := providers.Lookup(s.Provider, providers.Options{IdempotencyHeader: s.IdempotencyHeader})
+	p, err := providers.Lookup(s.Provider, providers.Options{IdempotencyHeader: s.IdempotencyHeader, Spec: s.Profile})
 	if err != nil {
 		// A scope is validated when stored; an unknown provider here means
 		// a newer binary wrote it. Generic is the safe reading.

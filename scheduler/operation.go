@@ -120,6 +120,9 @@ type ScopeEffect struct {
 	// already in place).
 	PauseUntil  time.Time
 	PauseReason string
+	// Shared extends the pause to every scope of the scope's group: the
+	// provider reported an app-wide limit.
+	Shared bool
 	// Hold, when set, holds the whole scope until a person acts.
 	Hold HoldReason
 	// Budget, when not nil, replaces the scope's last budget figures.

@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"fmt"
+	"log/slog"
 	"time"
 
 	"pacer/providers"
@@ -40,6 +42,45 @@ func (c Credentials) String() string {
 // GoString implements fmt.GoStringer without revealing secrets.
 func (c Credentials) GoString() string { return c.String() }
 
+// LogValue implements slog.LogValuer: a log line shows the type and
+// whether credentials are configured, never a value, with any handler
+// (the JSON handler would otherwise marshal the fields).
+func (c Credentials) LogValue() slog.Value {
+	typ := string(c.Type)
+	if typ == "" {
+		typ = "none"
+	}
+	return slog.GroupValue(slog.String("type", typ), slog.Bool("configured", c.Type != CredentialNone))
+}
+
+// LogValue implements slog.LogValuer: the scope's configuration with its
+// credentials redacted.
+func (c ScopeConfig) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("name", c.Name), slog.String("provider", c.Provider), slog.String("baseURL", c.BaseURL),
+		slog.Any("credentials", c.Credentials), slog.Int("maxConcurrent", c.MaxConcurrent),
+	)
+}
+
+// LogValue implements slog.LogValuer: the scope with its credentials
+// redacted.
+func (s Scope) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("name", s.Name), slog.String("provider", s.Provider), slog.String("baseURL", s.BaseURL),
+		slog.Any("credentials", s.Credentials), slog.String("holdReason", string(s.HoldReason)),
+		slog.Time("pausedUntil", s.PausedUntil), slog.Int("inFlight", s.InFlight),
+	)
+}
+
+// LogValue implements slog.LogValuer: the scope input with its
+// credentials redacted.
+func (in ScopeInput) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("name", in.Name), slog.String("provider", in.Provider), slog.String("baseURL", in.BaseURL),
+		slog.Any("credentials", in.Credentials),
+	)
+}
+
 // Secrets lists the secret values, for redacting diagnostics.
 func (c Credentials) Secrets() []string {
 	var out []string
@@ -69,6 +110,17 @@ type ScopeConfig struct {
 	MaxConcurrent int
 	// RateLimit is nil when the scope has no configured budget.
 	RateLimit *RateLimit
+	// Group names the scopes that share a provider-wide limit (one app's
+	// quota): a rate limit the profile reports as shared pauses every scope
+	// of the group, and only those. Defaults to the provider name.
+	Group string
+	// BudgetReserve is how many requests of the provider's learned budget
+	// are kept back: once the remaining figure falls to it, the scope waits
+	// for the reset instead of spending the rest.
+	BudgetReserve int
+	// Profile is the declarative profile of a "custom" scope
+	// (providers.CustomName); nil for every built-in provider.
+	Profile *providers.Spec
 }
 
 // Scope is a provider account with its configuration and admission state.
@@ -89,11 +141,26 @@ type Scope struct {
 
 // Status is the scope's admission state at now.
 func (s Scope) Status(now time.Time) ScopeStatus {
-	switch {
-	case s.HoldReason != "":
+	if s.HoldReason != "" {
 		return ScopeHeld
-	case s.PausedUntil.After(now):
+	}
+	if until, _ := s.Pause(now); !until.IsZero() {
 		return ScopePaused
 	}
 	return ScopeOpen
+}
+
+// Pause says until when and why nothing of the scope is sent, at now: its
+// own pause (a rate limit, possibly shared by its group), or its learned
+// budget spent down to the reserve until the provider's reset. Zero when
+// the scope is not paused.
+func (s Scope) Pause(now time.Time) (time.Time, string) {
+	until, why := time.Time{}, ""
+	if s.PausedUntil.After(now) {
+		until, why = s.PausedUntil, s.PauseReason
+	}
+	if b := s.Budget; b != nil && b.Remaining <= int64(s.BudgetReserve) && b.ResetAt.After(now) && b.ResetAt.After(until) {
+		until, why = b.ResetAt, fmt.Sprintf("budget spent: %d remaining (reserve %d) until the provider's reset", b.Remaining, s.BudgetReserve)
+	}
+	return until, why
 }

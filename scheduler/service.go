@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -30,6 +31,8 @@ type Service struct {
 	policy Policy
 	// wake is called after anything that may make work due now.
 	wake func()
+	// changes is signaled after writes that add changes (see changes.go).
+	changes *Notifier
 }
 
 // NewService returns a Service over store. wake may be nil.
@@ -37,7 +40,8 @@ func NewService(store Store, clk clock.Clock, policy Policy, wake func()) *Servi
 	if wake == nil {
 		wake = func() {}
 	}
-	return &Service{store: store, clock: clk, policy: policy, wake: wake}
+	changes := NewNotifier()
+	return &Service{store: withNotifier(store, changes), clock: clk, policy: policy, wake: wake, changes: changes}
 }
 
 // Now is the scheduler's clock.
@@ -53,6 +57,13 @@ type ScopeInput struct {
 	// MaxConcurrent 0 means the profile's default.
 	MaxConcurrent int
 	RateLimit     *RateLimit
+	// Group shares provider-wide limits; empty means the provider name.
+	Group string
+	// BudgetReserve keeps requests of the learned budget back.
+	BudgetReserve int
+	// Profile is the declarative profile a "custom" scope requires; only
+	// such a scope takes one.
+	Profile *providers.Spec
 }
 
 var scopeNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
@@ -81,15 +92,28 @@ func (s *Service) validateScope(in ScopeInput) (ScopeConfig, error) {
 	if !scopeNamePattern.MatchString(in.Name) {
 		v.add("providerScope", "must be 1-128 characters: letters, digits and . _ : - (starting with a letter or digit)")
 	}
-	profile, err := providers.Lookup(in.Provider, providers.Options{IdempotencyHeader: in.IdempotencyHeader})
-	if err != nil {
+	profile, err := providers.Lookup(in.Provider, providers.Options{IdempotencyHeader: in.IdempotencyHeader, Spec: in.Profile})
+	var specErr *providers.SpecError
+	switch {
+	case errors.As(err, &specErr):
+		for _, f := range specErr.Fields {
+			v.add("profile."+f.Field, f.Message)
+		}
+	case errors.Is(err, providers.ErrSpecRequired):
+		v.add("profile", `is required when provider is "custom": declare the provider's status classes and headers (see GET /v1/providers)`)
+	case err != nil:
 		v.add("provider", err.Error())
+	}
+	if in.Profile != nil && in.Provider != providers.CustomName {
+		v.add("profile", `only a "custom" scope takes a profile; built-in providers have their own`)
 	}
 	if u, err := url.Parse(in.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		v.add("baseURL", "must be an absolute http or https URL without credentials, query or fragment")
 	}
 	if in.IdempotencyHeader != "" {
-		if in.Provider != "generic" {
+		if in.Provider == providers.CustomName {
+			v.add("idempotencyHeader", "a custom scope declares its idempotency in profile.idempotency")
+		} else if in.Provider != "generic" {
 			v.add("idempotencyHeader", "only a generic scope takes an idempotency header; other profiles know their provider's own")
 		} else if !headerNamePattern.MatchString(in.IdempotencyHeader) || forbiddenHeader(in.IdempotencyHeader) {
 			v.add("idempotencyHeader", "must be a valid, non-reserved header name")
@@ -98,6 +122,12 @@ func (s *Service) validateScope(in ScopeInput) (ScopeConfig, error) {
 	validateCredentials(v, in.Credentials)
 	if in.MaxConcurrent < 0 || in.MaxConcurrent > 1000 {
 		v.add("maxConcurrent", "must be between 1 and 1000")
+	}
+	if in.Group != "" && !scopeNamePattern.MatchString(in.Group) {
+		v.add("group", "must be 1-128 characters: letters, digits and . _ : -")
+	}
+	if in.BudgetReserve < 0 || in.BudgetReserve > 1_000_000 {
+		v.add("budgetReserve", "must be between 0 and 1000000")
 	}
 	if rl := in.RateLimit; rl != nil {
 		if rl.Requests < 1 || rl.Requests > 1_000_000 {
@@ -114,6 +144,15 @@ func (s *Service) validateScope(in ScopeInput) (ScopeConfig, error) {
 		Name: in.Name, Provider: in.Provider, BaseURL: strings.TrimRight(in.BaseURL, "/"),
 		Credentials: in.Credentials, IdempotencyHeader: in.IdempotencyHeader,
 		MaxConcurrent: in.MaxConcurrent, RateLimit: in.RateLimit,
+		Group: in.Group, BudgetReserve: in.BudgetReserve, Profile: in.Profile,
+	}
+	if cfg.Group == "" {
+		cfg.Group = in.Provider
+		if u, err := url.Parse(cfg.BaseURL); err == nil && in.Provider == providers.CustomName {
+			// Custom scopes of unrelated providers must not share limits:
+			// by default those of one host do.
+			cfg.Group = providers.CustomName + ":" + u.Host
+		}
 	}
 	d := profile.Defaults()
 	if cfg.MaxConcurrent == 0 {
@@ -365,6 +404,15 @@ func (s *Service) ListOperations(ctx context.Context, f OperationFilter) (Operat
 	}
 	if f.Limit < 1 || f.Limit > 1000 {
 		v.add("limit", "must be between 1 and 1000")
+	}
+	if len(f.Reason) > 64 {
+		v.add("reason", "must be a hold or failure reason such as unknownOutcome or permanent")
+	}
+	if !f.CreatedAfter.IsZero() && !f.CreatedBefore.IsZero() && !f.CreatedAfter.Before(f.CreatedBefore) {
+		v.add("createdBefore", "must be later than createdAfter")
+	}
+	if !f.UpdatedAfter.IsZero() && !f.UpdatedBefore.IsZero() && !f.UpdatedAfter.Before(f.UpdatedBefore) {
+		v.add("updatedBefore", "must be later than updatedAfter")
 	}
 	if err := v.err(); err != nil {
 		return OperationPage{}, err

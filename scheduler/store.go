@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"pacer/providers"
@@ -41,6 +42,19 @@ type Store interface {
 	ListAttempts(ctx context.Context, id string) ([]Attempt, error)
 	// ListAudit returns the audit entries of an operation (oldest first).
 	ListAudit(ctx context.Context, operationID string) ([]AuditEntry, error)
+	// ListScopeAudit returns the audit entries of a scope's own actions
+	// (putScope, resume, releaseHeld), oldest first; none for an unknown
+	// scope.
+	ListScopeAudit(ctx context.Context, scope string) ([]AuditEntry, error)
+	// CountOperations counts the operations ListOperations would list for
+	// f over every page (f.Limit and f.Cursor are ignored).
+	CountOperations(ctx context.Context, f OperationFilter) (int, error)
+	// ReleaseHeldInScope releases every held operation of the scope at
+	// `at`, in one transaction, as ReleaseOperation does for each (same
+	// request identity, fresh retry budget, an audit entry each), and
+	// records one scope audit entry ("releaseHeld") for act. It returns how
+	// many it released; ErrNotFound for an unknown scope.
+	ReleaseHeldInScope(ctx context.Context, scope string, at time.Time, act Action) (int, error)
 
 	// ReleaseOperation moves a held or failed operation to scheduled at
 	// `at`, with the same request identity and a fresh retry budget
@@ -82,6 +96,25 @@ type Store interface {
 	// and rate slot), and the earliest lease expiry. ok is false when
 	// nothing is waiting.
 	NextWake(ctx context.Context) (at time.Time, ok bool, err error)
+
+	// PruneFinished is one bounded retention batch, in one short
+	// transaction: it removes up to p.Limit operations that succeeded or
+	// were canceled before p.Before (oldest first), with their attempts and
+	// audit entries, and up to p.Limit of the oldest change-feed entries
+	// recorded before p.Before. Held, failed and unfinished operations are
+	// never removed. PruneResult.More says whether a batch was full, so
+	// more may be left.
+	PruneFinished(ctx context.Context, p PruneParams) (PruneResult, error)
+	// CountByState counts operations by state and scopes by status at now,
+	// for metrics; states and statuses with none are absent.
+	CountByState(ctx context.Context, now time.Time) (Counts, error)
+
+	// ListChanges returns up to f.Limit changes with Seq > f.After (of
+	// f.Scope only, when set), in Seq order. Seq is assigned at commit, is
+	// never reused, and a change with a higher Seq never becomes visible
+	// before one with a lower Seq: a reader that resumes after the last Seq
+	// it saw misses nothing the store still holds.
+	ListChanges(ctx context.Context, f ChangeFilter) ([]Change, error)
 }
 
 // EnqueueResult is the fate of one enqueued operation.
@@ -98,6 +131,16 @@ type EnqueueResult struct {
 type OperationFilter struct {
 	State State  // empty for any
 	Scope string // empty for any
+	// Reason matches the hold or failure reason; empty for any.
+	Reason string
+	// States, when not empty, selects operations in any of these states
+	// (and State too, when set). Invalid states are a *ValidationError.
+	States []State
+	// CreatedAfter and UpdatedAfter select times at or after them,
+	// CreatedBefore and UpdatedBefore times strictly before them (so
+	// adjacent ranges tile); zero for no bound.
+	CreatedAfter, CreatedBefore time.Time
+	UpdatedAfter, UpdatedBefore time.Time
 	// Limit bounds the page (1..1000).
 	Limit int
 	// Cursor is the opaque value of a previous page's Next; empty for the
@@ -125,6 +168,15 @@ type Claim struct {
 	Scope     Scope
 }
 
+// LogValue implements slog.LogValuer: the operation's identity and the
+// scope with its credentials redacted.
+func (c Claim) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("operation", c.Operation.ID), slog.String("state", string(c.Operation.State)),
+		slog.Int("attempt", c.Operation.Attempt), slog.Any("scope", c.Scope),
+	)
+}
+
 // Completion is the fenced result of one attempt.
 type Completion struct {
 	OperationID string
@@ -134,4 +186,39 @@ type Completion struct {
 	FinishedAt time.Time
 	Outcome    providers.Outcome
 	Decision   Decision
+}
+
+// PruneParams bound one retention batch (Store.PruneFinished).
+type PruneParams struct {
+	// Before is the cut-off: operations finished, and changes recorded,
+	// strictly before it are removed.
+	Before time.Time
+	// Limit bounds the operations, and separately the changes, removed by
+	// one batch (at least 1).
+	Limit int
+}
+
+// PruneResult counts the rows one retention batch removed.
+type PruneResult struct {
+	Operations int
+	Attempts   int
+	Audit      int
+	Changes    int
+	// More is true when the operations or the changes filled the batch's
+	// limit: another batch may find more to remove.
+	More bool
+}
+
+// Add sums two results; More is true when either's is.
+func (r PruneResult) Add(o PruneResult) PruneResult {
+	return PruneResult{
+		Operations: r.Operations + o.Operations, Attempts: r.Attempts + o.Attempts,
+		Audit: r.Audit + o.Audit, Changes: r.Changes + o.Changes, More: r.More || o.More,
+	}
+}
+
+// Counts are the operations by state and the scopes by status at one time.
+type Counts struct {
+	Operations map[State]int
+	Scopes     map[ScopeStatus]int
 }

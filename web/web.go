@@ -1,5 +1,9 @@
 // Package web holds pacer's page templates and static assets, embedded in
-// the binary. There is no build step: html/template files and plain CSS.
+// the binary. There is no build step: html/template files, plain CSS and
+// a small script that only enhances pages which work without it.
+//
+// Every page template is a named template ("attention", "operation",
+// "scope", "signin", "error") built from the partials in layout.html.
 package web
 
 import (
@@ -22,7 +26,8 @@ func Templates(funcs template.FuncMap) (*template.Template, error) {
 	return t, nil
 }
 
-// Static returns the static assets (CSS), served under /ui/static/.
+// Static returns the static assets (CSS and script), served under
+// /ui/static/.
 func Static() fs.FS {
 	sub, err := fs.Sub(files, "static")
 	if err != nil {

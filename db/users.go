@@ -1,0 +1,245 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"pacer/scheduler"
+)
+
+// Bounds of staff accounts.
+const (
+	// MinPasswordLength is the fewest characters a staff password may have.
+	MinPasswordLength = 10
+	// MaxPasswordBytes is the most bytes bcrypt reads of a password.
+	MaxPasswordBytes = 72
+)
+
+// userNamePattern is what a staff account name may look like.
+var userNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
+
+// timingHash is a bcrypt hash (of a throwaway value) compared against when
+// a sign-in names no account, so an unknown name costs as much time as a
+// wrong password and the timing does not reveal which names exist.
+const timingHash = "$2a$10$xlkOGlo1rXYoIbebt1V1ae1WPYrGlyRyZL6diDXNHJbUk4qoWy5fm"
+
+// User is a staff account of the support page. Its password hash never
+// leaves this package.
+type User struct {
+	Name      string
+	CreatedAt time.Time
+}
+
+// ValidateUser checks a new account's name and password: a
+// *scheduler.ValidationError naming the fields at fault, or nil.
+func ValidateUser(name, password string) error {
+	v := &scheduler.ValidationError{}
+	if !userNamePattern.MatchString(name) {
+		v.Fields = append(v.Fields, scheduler.FieldError{Field: "name", Message: "must be 1-64 characters: letters, digits and . _ @ - (starting with a letter or digit)"})
+	}
+	switch {
+	case utf8.RuneCountInString(password) < MinPasswordLength:
+		v.Fields = append(v.Fields, scheduler.FieldError{Field: "password", Message: fmt.Sprintf("must have at least %d characters", MinPasswordLength)})
+	case len(password) > MaxPasswordBytes:
+		v.Fields = append(v.Fields, scheduler.FieldError{Field: "password", Message: fmt.Sprintf("must be at most %d bytes", MaxPasswordBytes)})
+	}
+	if len(v.Fields) > 0 {
+		return v
+	}
+	return nil
+}
+
+// DefaultPasswordCost is the bcrypt cost of new passwords.
+const DefaultPasswordCost = bcrypt.DefaultCost
+
+// NewUser is a staff account to add.
+type NewUser struct {
+	Name     string
+	Password string
+	// Cost is the bcrypt cost (bcrypt.MinCost to bcrypt.MaxCost); 0 means
+	// DefaultPasswordCost. Tests lower it: hashing is slow on purpose.
+	Cost int
+}
+
+// AddUser creates the staff account u.Name with a bcrypt hash of
+// u.Password at now. It returns a *scheduler.ValidationError for a bad
+// name or password and ErrConflict (wrapped) when the name is taken.
+func (db *DB) AddUser(ctx context.Context, u NewUser, now time.Time) error {
+	name := u.Name
+	if err := ValidateUser(name, u.Password); err != nil {
+		return err
+	}
+	// A taken name is refused before the (slow, on purpose) hashing; the
+	// UNIQUE constraint still decides a race.
+	var taken int
+	if err := db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM users WHERE name = ?`, name).Scan(&taken); err != nil {
+		return fmt.Errorf("add user %s: %w", name, err)
+	} else if taken > 0 {
+		return fmt.Errorf("add user %s: %w: the name is taken", name, scheduler.ErrConflict)
+	}
+	cost := u.Cost
+	if cost == 0 {
+		cost = DefaultPasswordCost
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(u.Password), cost)
+	if err != nil {
+		return fmt.Errorf("add user %s: hash password: %w", name, err)
+	}
+	tx, err := db.beginWrite(ctx)
+	if err != nil {
+		return fmt.Errorf("add user %s: %w", name, err)
+	}
+	defer tx.Rollback()
+	_, err = tx.ExecContext(ctx, `INSERT INTO users (name, password_hash, created_at) VALUES (?, ?, ?)`,
+		name, string(hash), millis(now))
+	if isUniqueViolation(err) {
+		return fmt.Errorf("add user %s: %w: the name is taken", name, scheduler.ErrConflict)
+	} else if err != nil {
+		return fmt.Errorf("add user %s: %w", name, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("add user %s: %w", name, err)
+	}
+	return nil
+}
+
+// RemoveUser deletes the staff account name and ends its sessions;
+// ErrNotFound (wrapped) when there is none.
+func (db *DB) RemoveUser(ctx context.Context, name string) error {
+	tx, err := db.beginWrite(ctx)
+	if err != nil {
+		return fmt.Errorf("remove user %s: %w", name, err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `DELETE FROM users WHERE name = ?`, name)
+	if err != nil {
+		return fmt.Errorf("remove user %s: %w", name, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("remove user %s: %w", name, err)
+	} else if n == 0 {
+		return fmt.Errorf("remove user %s: %w", name, scheduler.ErrNotFound)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("remove user %s: %w", name, err)
+	}
+	return nil
+}
+
+// ListUsers returns every staff account, by name.
+func (db *DB) ListUsers(ctx context.Context) ([]User, error) {
+	rows, err := db.read.QueryContext(ctx, `SELECT name, created_at FROM users ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("list users: %w", err)
+	}
+	defer rows.Close()
+	var out []User
+	for rows.Next() {
+		var (
+			u  User
+			at int64
+		)
+		if err := rows.Scan(&u.Name, &at); err != nil {
+			return nil, fmt.Errorf("list users: %w", err)
+		}
+		u.CreatedAt = fromMillis(at)
+		out = append(out, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list users: %w", err)
+	}
+	return out, nil
+}
+
+// CountUsers returns how many staff accounts exist.
+func (db *DB) CountUsers(ctx context.Context) (int, error) {
+	var n int
+	if err := db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM users`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count users: %w", err)
+	}
+	return n, nil
+}
+
+// CheckPassword reports whether password is the staff account name's. An
+// unknown name is false, after the same bcrypt work as a known one. The
+// error is for a store that cannot answer, never for a wrong password.
+func (db *DB) CheckPassword(ctx context.Context, name, password string) (bool, error) {
+	var hash string
+	err := db.read.QueryRowContext(ctx, `SELECT password_hash FROM users WHERE name = ?`, name).Scan(&hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		_ = bcrypt.CompareHashAndPassword([]byte(timingHash), []byte(password))
+		return false, nil
+	} else if err != nil {
+		return false, fmt.Errorf("check password of %s: %w", name, err)
+	}
+	err = bcrypt.CompareHashAndPassword([]byte(hash), []byte(password))
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, bcrypt.ErrMismatchedHashAndPassword):
+		return false, nil
+	}
+	return false, fmt.Errorf("check password of %s: %w", name, err)
+}
+
+// CreateSession signs the staff account name in: it stores tokenHash (the
+// SHA-256 of the cookie's token, never the token) valid until expires, and
+// drops sessions expired at now. ErrNotFound (wrapped) when the account
+// does not exist (removed meanwhile).
+func (db *DB) CreateSession(ctx context.Context, name string, tokenHash []byte, now, expires time.Time) error {
+	tx, err := db.beginWrite(ctx)
+	if err != nil {
+		return fmt.Errorf("create session: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE expires_at <= ?`, millis(now)); err != nil {
+		return fmt.Errorf("create session: drop expired: %w", err)
+	}
+	res, err := tx.ExecContext(ctx, `
+		INSERT INTO sessions (token_hash, user_id, created_at, expires_at)
+		SELECT ?, id, ?, ? FROM users WHERE name = ?`,
+		tokenHash, millis(now), millis(expires), name)
+	if err != nil {
+		return fmt.Errorf("create session: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("create session: %w", err)
+	} else if n == 0 {
+		return fmt.Errorf("create session for %s: %w", name, scheduler.ErrNotFound)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("create session: %w", err)
+	}
+	return nil
+}
+
+// SessionUser returns the staff account signed in with tokenHash, when
+// that session exists and has not expired at now; ErrNotFound otherwise.
+func (db *DB) SessionUser(ctx context.Context, tokenHash []byte, now time.Time) (string, error) {
+	var name string
+	err := db.read.QueryRowContext(ctx, `
+		SELECT u.name FROM sessions s JOIN users u ON u.id = s.user_id
+		WHERE s.token_hash = ? AND s.expires_at > ?`, tokenHash, millis(now)).Scan(&name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", scheduler.ErrNotFound
+	} else if err != nil {
+		return "", fmt.Errorf("find session: %w", err)
+	}
+	return name, nil
+}
+
+// DeleteSession ends the session tokenHash (signing out); ending one that
+// does not exist is not an error.
+func (db *DB) DeleteSession(ctx context.Context, tokenHash []byte) error {
+	if _, err := db.write.ExecContext(ctx, `DELETE FROM sessions WHERE token_hash = ?`, tokenHash); err != nil {
+		return fmt.Errorf("delete session: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,120 @@
+package httpapi
+
+import (
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Limits on failed sign-ins: at most SignInFailuresPerUser per account name
+// and SignInFailuresPerClient per client address within SignInWindow.
+// Once a limit is reached, sign-ins for that name or from that address are
+// refused (429) until the oldest failure leaves the window, without the
+// password being checked.
+const (
+	SignInFailuresPerUser   = 5
+	SignInFailuresPerClient = 20
+	SignInWindow            = 15 * time.Minute
+)
+
+// maxThrottleKeys bounds the memory of the sign-in throttle.
+const maxThrottleKeys = 10000
+
+// signInThrottle counts failed sign-ins per key ("user:NAME",
+// "client:ADDR") in a sliding window, on the times it is given (the
+// scheduler's clock). It is safe for concurrent use.
+type signInThrottle struct {
+	mu       sync.Mutex
+	window   time.Duration
+	failures map[string][]time.Time // newest last; at most the key's limit
+}
+
+// newSignInThrottle returns an empty throttle.
+func newSignInThrottle() *signInThrottle {
+	return &signInThrottle{window: SignInWindow, failures: map[string][]time.Time{}}
+}
+
+// limit is the number of failures within the window that blocks key.
+func (t *signInThrottle) limit(key string) int {
+	if len(key) > 5 && key[:5] == "user:" {
+		return SignInFailuresPerUser
+	}
+	return SignInFailuresPerClient
+}
+
+// blocked returns how long until any of keys may try again; 0 when none
+// is blocked.
+func (t *signInThrottle) blocked(now time.Time, keys ...string) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var wait time.Duration
+	for _, k := range keys {
+		fs := t.recent(k, now)
+		if n := t.limit(k); len(fs) >= n {
+			wait = max(wait, fs[len(fs)-n].Add(t.window).Sub(now))
+		}
+	}
+	return wait
+}
+
+// fail records a failed sign-in for each of keys.
+func (t *signInThrottle) fail(now time.Time, keys ...string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, k := range keys {
+		fs := t.recent(k, now)
+		if fs == nil && len(t.failures) >= maxThrottleKeys {
+			t.evict(now)
+		}
+		fs = append(fs, now)
+		if n := t.limit(k); len(fs) > n {
+			fs = fs[len(fs)-n:]
+		}
+		t.failures[k] = fs
+	}
+}
+
+// reset forgets the failures of key (after a successful sign-in).
+func (t *signInThrottle) reset(key string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.failures, key)
+}
+
+// recent returns key's failures within the window, dropping older ones.
+// Callers hold mu.
+func (t *signInThrottle) recent(key string, now time.Time) []time.Time {
+	fs := t.failures[key]
+	i := 0
+	for i < len(fs) && !fs[i].Add(t.window).After(now) {
+		i++
+	}
+	if i == len(fs) {
+		delete(t.failures, key)
+		return nil
+	}
+	fs = fs[i:]
+	t.failures[key] = fs
+	return fs
+}
+
+// evict makes room for a new key: it drops every key with no failure in
+// the window and, if that frees nothing, one arbitrary key. Callers hold
+// mu.
+func (t *signInThrottle) evict(now time.Time) {
+	for k := range t.failures {
+		t.recent(k, now)
+	}
+	if len(t.failures) < maxThrottleKeys {
+		return
+	}
+	for k := range t.failures {
+		delete(t.failures, k)
+		return
+	}
+}
+
+// retryAfterSeconds formats a wait for the Retry-After header, rounded up.
+func retryAfterSeconds(d time.Duration) string {
+	return strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10)
+}

@@ -1,0 +1,186 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"pacer/scheduler"
+)
+
+// uiPageSize is how many operations one page of a list shows.
+const uiPageSize = 50
+
+// stateAny is the state filter value that selects every state; the empty
+// value selects what needs attention (held or failed).
+const stateAny = "any"
+
+// attentionStates are the states that need a person.
+func attentionStates() []scheduler.State {
+	return []scheduler.State{scheduler.StateHeld, scheduler.StateFailed}
+}
+
+// attentionView is the landing page: what needs attention first.
+type attentionView struct {
+	uiPage
+	// The filters as given.
+	Scope, State, Reason string
+	StateOptions         []uiOption
+	ReasonOptions        []uiOption
+	// Filtered is true when any filter is set.
+	Filtered bool
+	// Counts across everything, for the summary.
+	HeldOps, FailedOps, HeldScopeCount, PausedScopeCount int
+	// Matching counts the operations the filters select (all pages).
+	Matching int
+	Ops      []scheduler.Operation
+	// NextURL is the link to the following (older) page; empty on the last.
+	NextURL string
+	// FirstURL is the link to the first page when this is not it.
+	FirstURL string
+	// Scopes needing attention (held first, then paused), and all scopes.
+	AttentionScopes []scopeSummary
+	AllScopes       []scopeSummary
+	UnknownScope    bool
+}
+
+// scopeSummary is one scope in a list.
+type scopeSummary struct {
+	Name, Provider string
+	Status         scheduler.ScopeStatus
+	// Why says why the scope is held or paused.
+	Why string
+	// Until is the end of a pause; zero otherwise.
+	Until    time.Time
+	InFlight int
+}
+
+// handleUIAttention answers GET /ui/: held and failed operations (or the
+// state filtered for), newest first, with counts, held and paused scopes,
+// filters by scope, state and reason, and cursor paging.
+func (s *Server) handleUIAttention(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	q := r.URL.Query()
+	v := attentionView{
+		uiPage: s.uiBase(w, r, "Needs attention"),
+		Scope:  strings.TrimSpace(q.Get("scope")), State: q.Get("state"), Reason: q.Get("reason"),
+	}
+	v.Filtered = v.Scope != "" || v.State != "" || v.Reason != ""
+	status := http.StatusOK
+
+	f := scheduler.OperationFilter{Scope: v.Scope, Reason: v.Reason, Limit: uiPageSize, Cursor: q.Get("cursor")}
+	switch st := scheduler.State(v.State); {
+	case v.State == "":
+		f.States = attentionStates()
+	case v.State == stateAny:
+	case st.Valid():
+		f.State = st
+	default:
+		v.Error = "There is no state " + strconv.Quote(v.State) + "; showing what needs attention."
+		v.State, f.States, status = "", attentionStates(), http.StatusBadRequest
+	}
+	v.StateOptions = stateOptions(v.State)
+	v.ReasonOptions = reasonOptions(v.Reason)
+
+	page, err := s.svc.ListOperations(ctx, f)
+	var ve *scheduler.ValidationError
+	if errors.As(err, &ve) {
+		v.Error = "This page link is out of date or invalid; showing the first page."
+		status = http.StatusBadRequest
+		f.Cursor = ""
+		page, err = s.svc.ListOperations(ctx, f)
+	}
+	if err != nil {
+		s.uiInternalError(w, r, err)
+		return
+	}
+	v.Ops = page.Operations
+	if page.Next != "" {
+		v.NextURL = attentionURL(v.Scope, v.State, v.Reason, page.Next)
+	}
+	if f.Cursor != "" {
+		v.FirstURL = attentionURL(v.Scope, v.State, v.Reason, "")
+	}
+	count := f
+	count.Cursor = ""
+	if v.Matching, err = s.svc.CountOperations(ctx, count); err != nil {
+		s.uiInternalError(w, r, err)
+		return
+	}
+	if v.HeldOps, err = s.svc.CountOperations(ctx, scheduler.OperationFilter{State: scheduler.StateHeld}); err != nil {
+		s.uiInternalError(w, r, err)
+		return
+	}
+	if v.FailedOps, err = s.svc.CountOperations(ctx, scheduler.OperationFilter{State: scheduler.StateFailed}); err != nil {
+		s.uiInternalError(w, r, err)
+		return
+	}
+
+	scopes, err := s.svc.ListScopes(ctx)
+	if err != nil {
+		s.uiInternalError(w, r, err)
+		return
+	}
+	v.UnknownScope = v.Scope != ""
+	var held, paused []scopeSummary
+	for _, sc := range scopes {
+		sum := summarizeScope(sc, v.Now)
+		v.AllScopes = append(v.AllScopes, sum)
+		switch sum.Status {
+		case scheduler.ScopeHeld:
+			held = append(held, sum)
+		case scheduler.ScopePaused:
+			paused = append(paused, sum)
+		}
+		if sc.Name == v.Scope {
+			v.UnknownScope = false
+		}
+	}
+	v.HeldScopeCount, v.PausedScopeCount = len(held), len(paused)
+	v.AttentionScopes = append(held, paused...)
+	s.uiRender(w, r, status, "attention", &v)
+}
+
+// summarizeScope is a scope as lists show it, at now.
+func summarizeScope(sc scheduler.Scope, now time.Time) scopeSummary {
+	sum := scopeSummary{Name: sc.Name, Provider: sc.Provider, Status: sc.Status(now), InFlight: sc.InFlight}
+	switch sum.Status {
+	case scheduler.ScopeHeld:
+		sum.Why = reasonLabel(string(sc.HoldReason))
+	case scheduler.ScopePaused:
+		sum.Until, sum.Why = sc.Pause(now)
+	}
+	return sum
+}
+
+// attentionURL is the landing page with filters and a cursor.
+func attentionURL(scope, state, reason, cursor string) string {
+	q := url.Values{}
+	for k, v := range map[string]string{"scope": scope, "state": state, "reason": reason, "cursor": cursor} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if len(q) == 0 {
+		return "/ui/"
+	}
+	return "/ui/?" + q.Encode()
+}
+
+// stateOptions are the choices of the state filter.
+func stateOptions(selected string) []uiOption {
+	out := []uiOption{
+		{Value: "", Label: "needs attention (held or failed)"},
+		{Value: stateAny, Label: "any state"},
+	}
+	for _, st := range scheduler.AllStates {
+		out = append(out, uiOption{Value: string(st), Label: string(st)})
+	}
+	for i := range out {
+		out[i].Selected = out[i].Value == selected
+	}
+	return out
+}

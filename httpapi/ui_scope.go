@@ -1,0 +1,252 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"pacer/scheduler"
+)
+
+// scopeListSize is how many operations of each kind the scope page lists.
+const scopeListSize = 10
+
+// opList is a short list of operations with its total count and a link
+// to the full list.
+type opList struct {
+	Count   int
+	Ops     []scheduler.Operation
+	MoreURL string
+	// Now is the page's time, for the list's relative times.
+	Now time.Time
+}
+
+// scopeView is the page of one scope. It never holds credential values:
+// only their type.
+type scopeView struct {
+	uiPage
+	Scope     scheduler.Scope
+	Status    scheduler.ScopeStatus
+	HoldWords string
+	// PausedUntil and PauseWhy describe a pause in place; zero otherwise.
+	PausedUntil time.Time
+	PauseWhy    string
+	Held        opList
+	Failed      opList
+	Waiting     opList
+	// UnknownHeld counts the held operations whose outcome is unknown.
+	UnknownHeld int
+	Audit       []scheduler.AuditEntry
+	Resume      uiForm
+	ReleaseHeld uiForm
+	Credentials credentialsForm
+}
+
+// credentialsForm is the credentials form: it keeps what was typed except
+// the secret values, which are never sent back to the browser.
+type credentialsForm struct {
+	uiForm
+	Type     string
+	Name     string
+	Username string
+}
+
+// uiScopeView reads everything the scope page shows.
+func (s *Server) uiScopeView(w http.ResponseWriter, r *http.Request, name string) (*scopeView, error) {
+	ctx := r.Context()
+	sc, err := s.svc.GetScope(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	// The page shows whether credentials are configured, never what they are.
+	sc.Credentials = scheduler.Credentials{Type: sc.Credentials.Type}
+	v := &scopeView{uiPage: s.uiBase(w, r, "Scope "+sc.Name), Scope: sc}
+	v.Status = sc.Status(v.Now)
+	v.HoldWords = holdWordsScope(sc.HoldReason)
+	v.PausedUntil, v.PauseWhy = sc.Pause(v.Now)
+	v.Credentials.Type = string(sc.Credentials.Type)
+	if v.Credentials.Type == "" {
+		v.Credentials.Type = string(scheduler.CredentialBearer)
+	}
+	for _, l := range []struct {
+		list   *opList
+		states []scheduler.State
+		state  string
+	}{
+		{&v.Held, []scheduler.State{scheduler.StateHeld}, string(scheduler.StateHeld)},
+		{&v.Failed, []scheduler.State{scheduler.StateFailed}, string(scheduler.StateFailed)},
+		{&v.Waiting, []scheduler.State{scheduler.StateScheduled, scheduler.StateWaitingForBudget}, stateAny},
+	} {
+		f := scheduler.OperationFilter{Scope: sc.Name, States: l.states, Limit: scopeListSize}
+		page, err := s.svc.ListOperations(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		if l.list.Count, err = s.svc.CountOperations(ctx, f); err != nil {
+			return nil, err
+		}
+		l.list.Ops, l.list.Now = page.Operations, v.Now
+		l.list.MoreURL = attentionURL(sc.Name, l.state, "", "")
+	}
+	if v.Held.Count > 0 {
+		if v.UnknownHeld, err = s.svc.CountOperations(ctx, scheduler.OperationFilter{Scope: sc.Name, State: scheduler.StateHeld, Reason: string(scheduler.HoldUnknownOutcome)}); err != nil {
+			return nil, err
+		}
+	}
+	if v.Audit, err = s.svc.ListScopeAudit(ctx, sc.Name); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// handleUIScope answers GET /ui/scopes/{providerScope}.
+func (s *Server) handleUIScope(w http.ResponseWriter, r *http.Request) {
+	name, ok := s.uiScopeParam(w, r)
+	if !ok {
+		return
+	}
+	v, err := s.uiScopeView(w, r, name)
+	if err != nil {
+		s.uiFail(w, r, err, "scope "+name)
+		return
+	}
+	s.uiRender(w, r, http.StatusOK, "scope", v)
+}
+
+// handleUIResume answers POST /ui/scopes/{providerScope}/resume: it lifts
+// the scope's hold and pause.
+func (s *Server) handleUIResume(w http.ResponseWriter, r *http.Request) {
+	name, ok := s.uiScopeParam(w, r)
+	if !ok || !s.uiParseForm(w, r) {
+		return
+	}
+	form := uiForm{Reason: r.PostForm.Get("reason")}
+	if _, err := s.svc.ResumeScope(r.Context(), name, form.Reason, actorFrom(r.Context())); err != nil {
+		s.uiScopeActionError(w, r, name, err, func(v *scopeView, msg string) { form.Error = msg; v.Resume = form })
+		return
+	}
+	s.uiRedirect(w, r, scopeUIPath(name), flashOK, "Resumed: the scope is open; its operations go at their own next attempt times.")
+}
+
+// handleUIReleaseHeld answers POST /ui/scopes/{providerScope}/release-held:
+// every held operation of the scope runs again now, in one transaction.
+// When some were held with an unknown outcome, the form must confirm that
+// the provider was checked for them.
+func (s *Server) handleUIReleaseHeld(w http.ResponseWriter, r *http.Request) {
+	name, ok := s.uiScopeParam(w, r)
+	if !ok || !s.uiParseForm(w, r) {
+		return
+	}
+	ctx := r.Context()
+	form := uiForm{Reason: r.PostForm.Get("reason"), Confirm: r.PostForm.Get("confirm") == "yes"}
+	setForm := func(v *scopeView, msg string) { form.Error = msg; v.ReleaseHeld = form }
+	if !form.Confirm {
+		unknown, err := s.svc.CountOperations(ctx, scheduler.OperationFilter{Scope: name, State: scheduler.StateHeld, Reason: string(scheduler.HoldUnknownOutcome)})
+		if err != nil {
+			s.uiInternalError(w, r, err)
+			return
+		}
+		if unknown > 0 {
+			s.uiScopeFormError(w, r, name, http.StatusUnprocessableEntity, func(v *scopeView) {
+				setForm(v, fmt.Sprintf("%d of the held operations may already have been applied. Check them at the provider, then tick the box to send them again.", unknown))
+			})
+			return
+		}
+	}
+	n, err := s.svc.ReleaseHeldInScope(ctx, name, form.Reason, actorFrom(ctx))
+	if err != nil {
+		s.uiScopeActionError(w, r, name, err, setForm)
+		return
+	}
+	msg := fmt.Sprintf("Released %d held %s to be sent again now, each with its own request identity.", n, pluralWord(n, "operation", "operations"))
+	if n == 0 {
+		msg = "No operation of this scope was held; nothing changed."
+	} else if sc, err := s.svc.GetScope(ctx, name); err == nil && sc.Status(s.svc.Now()) != scheduler.ScopeOpen {
+		msg += " The scope itself is " + string(sc.Status(s.svc.Now())) + ": they wait until it is open."
+	}
+	s.uiRedirect(w, r, scopeUIPath(name), flashOK, msg)
+}
+
+// handleUICredentials answers POST /ui/scopes/{providerScope}/credentials:
+// it replaces the scope's credentials (write-only: the page never shows
+// them) and nothing else of its configuration.
+func (s *Server) handleUICredentials(w http.ResponseWriter, r *http.Request) {
+	name, ok := s.uiScopeParam(w, r)
+	if !ok || !s.uiParseForm(w, r) {
+		return
+	}
+	pf := r.PostForm
+	form := credentialsForm{
+		uiForm: uiForm{Reason: pf.Get("reason")},
+		Type:   pf.Get("type"), Name: strings.TrimSpace(pf.Get("headerName")), Username: pf.Get("username"),
+	}
+	creds := scheduler.Credentials{Type: scheduler.CredentialType(form.Type)}
+	switch creds.Type {
+	case scheduler.CredentialBearer:
+		creds.Token = pf.Get("token")
+	case scheduler.CredentialHeader:
+		creds.Name, creds.Value = form.Name, pf.Get("headerValue")
+	case scheduler.CredentialBasic:
+		creds.Username, creds.Password = form.Username, pf.Get("password")
+	default:
+		creds.Type = "invalid"
+	}
+	before, err := s.svc.GetScope(r.Context(), name)
+	if err != nil {
+		s.uiFail(w, r, err, "scope "+name)
+		return
+	}
+	after, err := s.svc.ReplaceCredentials(r.Context(), name, creds, form.Reason, actorFrom(r.Context()))
+	if err != nil {
+		s.uiScopeActionError(w, r, name, err, func(v *scopeView, msg string) { form.Error = msg; v.Credentials = form })
+		return
+	}
+	msg := "Credentials replaced (" + string(after.Credentials.Type) + ")."
+	if before.HoldReason == scheduler.HoldAuthRevoked && after.HoldReason == "" {
+		msg += " The scope's hold for refused credentials is lifted; release its held operations to send them again."
+	}
+	s.uiRedirect(w, r, scopeUIPath(name), flashOK, msg)
+}
+
+// uiScopeActionError answers a failed action on a scope like
+// uiOperationActionError does for operations.
+func (s *Server) uiScopeActionError(w http.ResponseWriter, r *http.Request, name string, err error, set func(v *scopeView, msg string)) {
+	status, msg, ok := uiActionProblem(err)
+	if !ok {
+		s.uiFail(w, r, err, "scope "+name)
+		return
+	}
+	s.uiScopeFormError(w, r, name, status, func(v *scopeView) { set(v, msg) })
+}
+
+// uiScopeFormError renders the scope page with status after set has put a
+// form's error in place.
+func (s *Server) uiScopeFormError(w http.ResponseWriter, r *http.Request, name string, status int, set func(v *scopeView)) {
+	v, err := s.uiScopeView(w, r, name)
+	if err != nil {
+		s.uiFail(w, r, err, "scope "+name)
+		return
+	}
+	set(v)
+	v.Error = "Nothing was changed: see the form below."
+	s.uiRender(w, r, status, "scope", v)
+}
+
+// uiScopeParam returns the scope named in the path, or answers 404.
+func (s *Server) uiScopeParam(w http.ResponseWriter, r *http.Request) (string, bool) {
+	name, ok := pathParam(r, "providerScope")
+	if !ok || name == "" {
+		s.uiNotFound(w, r)
+		return "", false
+	}
+	return name, true
+}
+
+// pluralWord picks one or many by n.
+func pluralWord(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

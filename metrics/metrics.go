@@ -1,0 +1,214 @@
+// Package metrics exposes pacer's Prometheus metrics: it implements
+// scheduler.Observer for the engine's measurements and computes the
+// operation and scope gauges from the store at scrape time. Everything
+// lives in a registry of its own (never the global default one), served by
+// Handler at /metrics.
+//
+// No label carries an operation or a scope: label values are bounded sets
+// (states, scope statuses, provider profile names, outcome classes).
+//
+//	pacer_operations{state}                        gauge, at scrape time
+//	pacer_scopes{status}                           gauge, at scrape time (open, paused, held)
+//	pacer_attempts_total{provider,class}           counter
+//	pacer_attempt_duration_seconds                 histogram
+//	pacer_dispatch_lateness_seconds                histogram: claim time − eligibility
+//	pacer_claim_duration_seconds                   histogram: one claim transaction
+//	pacer_claimed_operations_total                 counter
+//	pacer_requests_in_flight                       gauge
+//	pacer_build_info{version}                      gauge, always 1
+//
+// plus the Go runtime (go_*) and process (process_*) collectors.
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"pacer/providers"
+	"pacer/scheduler"
+)
+
+// DefaultScrapeTimeout bounds the store query a scrape makes.
+const DefaultScrapeTimeout = 5 * time.Second
+
+// Counter is the store query behind the state gauges (scheduler.Store has
+// it).
+type Counter interface {
+	CountByState(ctx context.Context, now time.Time) (scheduler.Counts, error)
+}
+
+// Config holds what Metrics needs.
+type Config struct {
+	// Counts answers the state gauges at scrape time. Required.
+	Counts Counter
+	// Clock is the scheduler's clock (a scope's pause is judged at its
+	// now). Required.
+	Clock clock.Clock
+	// InFlight reports the requests being sent (Engine.InFlight); nil
+	// leaves the gauge out.
+	InFlight func() int
+	// Version is reported by pacer_build_info.
+	Version string
+	// ScrapeTimeout bounds the store query of one scrape (default
+	// DefaultScrapeTimeout).
+	ScrapeTimeout time.Duration
+	// Logger receives scrape errors; nil discards.
+	Logger *slog.Logger
+}
+
+// Metrics is pacer's Prometheus registry and the engine's Observer. It is
+// safe for concurrent use.
+type Metrics struct {
+	reg             *prometheus.Registry
+	handler         http.Handler
+	attempts        *prometheus.CounterVec
+	attemptDuration prometheus.Histogram
+	lateness        prometheus.Histogram
+	claimDuration   prometheus.Histogram
+	claimed         prometheus.Counter
+}
+
+var _ scheduler.Observer = (*Metrics)(nil)
+
+// New builds the registry with every metric registered.
+func New(cfg Config) (*Metrics, error) {
+	if cfg.Counts == nil || cfg.Clock == nil {
+		return nil, errors.New("metrics: config needs a store to count and a clock")
+	}
+	if cfg.ScrapeTimeout <= 0 {
+		cfg.ScrapeTimeout = DefaultScrapeTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pacer_attempts_total",
+			Help: "Attempts finished, by provider profile and outcome class of the answer.",
+		}, []string{"provider", "class"}),
+		attemptDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "pacer_attempt_duration_seconds",
+			Help:    "Time from sending a request to its classified answer (or transport error).",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2.5, 10), // 10ms … 38s
+		}),
+		lateness: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "pacer_dispatch_lateness_seconds",
+			Help:    "Claim time minus the time the operation became eligible (its nextAttemptAt).",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 12), // 1ms … 70min
+		}),
+		claimDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "pacer_claim_duration_seconds",
+			Help:    "Duration of one claim transaction.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14), // 0.5ms … 4s
+		}),
+		claimed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pacer_claimed_operations_total",
+			Help: "Operations leased by the claim loop.",
+		}),
+	}
+	cs := []prometheus.Collector{
+		m.attempts, m.attemptDuration, m.lateness, m.claimDuration, m.claimed,
+		newStateCollector(cfg.Counts, cfg.Clock, cfg.ScrapeTimeout),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "pacer_build_info", Help: "Always 1; the label names the running version.",
+			ConstLabels: prometheus.Labels{"version": cfg.Version},
+		}, func() float64 { return 1 }),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	}
+	if cfg.InFlight != nil {
+		inFlight := cfg.InFlight
+		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "pacer_requests_in_flight", Help: "Requests to providers being sent right now.",
+		}, func() float64 { return float64(inFlight()) }))
+	}
+	for _, c := range cs {
+		if err := m.reg.Register(c); err != nil {
+			return nil, fmt.Errorf("metrics: register: %w", err)
+		}
+	}
+	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
+		// A failing store query spoils only the state gauges, not the scrape.
+		ErrorHandling: promhttp.ContinueOnError,
+		ErrorLog:      slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+		Timeout:       cfg.ScrapeTimeout + time.Second,
+	})
+	return m, nil
+}
+
+// Handler serves the registry in the Prometheus exposition formats.
+func (m *Metrics) Handler() http.Handler { return m.handler }
+
+// Registry is the registry behind Handler, for tests and extra collectors.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// ObserveClaim implements scheduler.Observer.
+func (m *Metrics) ObserveClaim(took time.Duration, claimed int) {
+	m.claimDuration.Observe(took.Seconds())
+	m.claimed.Add(float64(claimed))
+}
+
+// ObserveDispatch implements scheduler.Observer.
+func (m *Metrics) ObserveDispatch(_ string, lateness time.Duration) {
+	m.lateness.Observe(lateness.Seconds())
+}
+
+// ObserveAttempt implements scheduler.Observer.
+func (m *Metrics) ObserveAttempt(provider string, class providers.Class, took time.Duration) {
+	m.attempts.WithLabelValues(provider, string(class)).Inc()
+	m.attemptDuration.Observe(took.Seconds())
+}
+
+// stateCollector reports the operation and scope gauges from one store
+// query per scrape. Every state and status is reported, zero included, so
+// series do not appear and vanish.
+type stateCollector struct {
+	counts     Counter
+	clock      clock.Clock
+	timeout    time.Duration
+	operations *prometheus.Desc
+	scopes     *prometheus.Desc
+}
+
+func newStateCollector(counts Counter, clk clock.Clock, timeout time.Duration) *stateCollector {
+	return &stateCollector{
+		counts: counts, clock: clk, timeout: timeout,
+		operations: prometheus.NewDesc("pacer_operations", "Operations by state, counted at scrape time.", []string{"state"}, nil),
+		scopes:     prometheus.NewDesc("pacer_scopes", "Provider scopes by status (open, paused, held), counted at scrape time.", []string{"status"}, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.operations
+	ch <- c.scopes
+}
+
+// Collect implements prometheus.Collector.
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	counts, err := c.counts.CountByState(ctx, c.clock.Now().UTC())
+	if err != nil {
+		err = fmt.Errorf("count operations and scopes: %w", err)
+		ch <- prometheus.NewInvalidMetric(c.operations, err)
+		ch <- prometheus.NewInvalidMetric(c.scopes, err)
+		return
+	}
+	for _, s := range scheduler.AllStates {
+		ch <- prometheus.MustNewConstMetric(c.operations, prometheus.GaugeValue, float64(counts.Operations[s]), string(s))
+	}
+	for _, s := range []scheduler.ScopeStatus{scheduler.ScopeOpen, scheduler.ScopePaused, scheduler.ScopeHeld} {
+		ch <- prometheus.MustNewConstMetric(c.scopes, prometheus.GaugeValue, float64(counts.Scopes[s]), string(s))
+	}
+}

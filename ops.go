@@ -1,0 +1,353 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"pacer/httpapi"
+)
+
+// opsCommand groups the client commands on operations.
+func opsCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "ops",
+		Usage: "list, inspect and act on operations of a running pacer",
+		Subcommands: []*cli.Command{
+			clientCommand(&cli.Command{
+				Name:      "list",
+				Usage:     "list operations, newest first",
+				ArgsUsage: " ",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "state", Usage: "only this state: scheduled, waitingForBudget, running, held, succeeded, failed, canceled"},
+					&cli.StringFlag{Name: "scope", Usage: "only this provider scope"},
+					&cli.StringFlag{Name: "reason", Usage: "only this hold or failure reason (unknownOutcome, authRevoked, permanent, retryBudgetExhausted, …)"},
+					&cli.StringFlag{Name: "created-after", Usage: "created at or after this RFC 3339 time"},
+					&cli.StringFlag{Name: "created-before", Usage: "created before this RFC 3339 time"},
+					&cli.StringFlag{Name: "updated-after", Usage: "updated at or after this RFC 3339 time"},
+					&cli.StringFlag{Name: "updated-before", Usage: "updated before this RFC 3339 time"},
+					&cli.IntFlag{Name: "limit", Value: 50, Usage: "operations per page (1-1000)"},
+					&cli.StringFlag{Name: "cursor", Usage: "continue after a previous page (its next cursor)"},
+					&cli.BoolFlag{Name: "all", Usage: "follow the cursor through every page"},
+				},
+				Action: runOpsList,
+			}),
+			clientCommand(&cli.Command{
+				Name:      "show",
+				Usage:     "show one operation",
+				ArgsUsage: "OPERATION_ID",
+				Action:    runOpsShow,
+			}),
+			clientCommand(&cli.Command{
+				Name:      "attempts",
+				Usage:     "show an operation's attempts: what the provider said and what pacer decided",
+				ArgsUsage: "OPERATION_ID",
+				Action:    runOpsAttempts,
+			}),
+			clientCommand(&cli.Command{
+				Name:      "release",
+				Usage:     "run a held or failed operation again, with a fresh retry budget",
+				ArgsUsage: "OPERATION_ID",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "reason", Usage: "why, for the audit trail (required)"},
+					&cli.StringFlag{Name: "at", Usage: "RFC 3339 time to run it (default: now)"},
+				},
+				Action: runOpsRelease,
+			}),
+			clientCommand(&cli.Command{
+				Name:      "resolve",
+				Usage:     "say what happened at the provider to a mutation held for unknownOutcome",
+				ArgsUsage: "OPERATION_ID",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "outcome", Usage: "succeeded or failed (required)"},
+					&cli.StringFlag{Name: "reason", Usage: "why, for the audit trail (required)"},
+				},
+				Action: runOpsResolve,
+			}),
+			clientCommand(&cli.Command{
+				Name:      "cancel",
+				Usage:     "cancel an operation that is not running or finished",
+				ArgsUsage: "OPERATION_ID",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "reason", Usage: "why, for the audit trail (required)"},
+				},
+				Action: runOpsCancel,
+			}),
+		},
+	}
+}
+
+// runOpsList prints one page of operations (every page with --all).
+func runOpsList(c *cli.Context) error {
+	if err := noOperands(c); err != nil {
+		return err
+	}
+	cl, err := newClient(c)
+	if err != nil {
+		return err
+	}
+	q := url.Values{}
+	for flag, param := range map[string]string{"state": "state", "scope": "providerScope", "reason": "reason", "cursor": "cursor"} {
+		if v := c.String(flag); v != "" {
+			q.Set(param, v)
+		}
+	}
+	for flag, param := range map[string]string{"created-after": "createdAfter", "created-before": "createdBefore", "updated-after": "updatedAfter", "updated-before": "updatedBefore"} {
+		v, err := parseTimeFlag(c, flag)
+		if err != nil {
+			return err
+		}
+		if v != "" {
+			q.Set(param, v)
+		}
+	}
+	if n := c.Int("limit"); n < 1 || n > 1000 {
+		return exitf(exitUsage, "--limit must be between 1 and 1000")
+	}
+	q.Set("limit", strconv.Itoa(c.Int("limit")))
+
+	var all httpapi.OperationList
+	for {
+		var page httpapi.OperationList
+		if _, err := cl.call(c.Context, http.MethodGet, "/v1/operations", q, nil, &page); err != nil {
+			return err
+		}
+		all.Operations = append(all.Operations, page.Operations...)
+		all.Next = page.Next
+		if !c.Bool("all") || page.Next == nil {
+			break
+		}
+		q.Set("cursor", *page.Next)
+	}
+	if all.Operations == nil {
+		all.Operations = []httpapi.Operation{}
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, all)
+	}
+	if len(all.Operations) == 0 {
+		_, err := fmt.Fprintln(c.App.Writer, "no operations")
+		return err
+	}
+	tw := newTable(c.App.Writer)
+	fmt.Fprintln(tw, "OPERATION\tSCOPE\tSTATE\tATTEMPT\tNEXT ATTEMPT\tUPDATED")
+	for _, op := range all.Operations {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", op.OperationID, op.ProviderScope, stateWithReason(op), op.Attempt, showTime(op.NextAttemptAt), showTime(op.UpdatedAt))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if all.Next != nil {
+		fmt.Fprintf(c.App.ErrWriter, "more: add --cursor %s (or --all)\n", *all.Next)
+	}
+	return nil
+}
+
+// stateWithReason shows a state with its hold or failure reason:
+// "held (unknownOutcome)".
+func stateWithReason(op httpapi.Operation) string {
+	switch {
+	case op.HoldReason != nil:
+		return op.State + " (" + *op.HoldReason + ")"
+	case op.FailureReason != nil:
+		return op.State + " (" + *op.FailureReason + ")"
+	}
+	return op.State
+}
+
+// runOpsShow prints one operation.
+func runOpsShow(c *cli.Context) error {
+	id, err := oneOperand(c, "operation ID")
+	if err != nil {
+		return err
+	}
+	cl, err := newClient(c)
+	if err != nil {
+		return err
+	}
+	var op httpapi.Operation
+	if _, err := cl.call(c.Context, http.MethodGet, "/v1/operations/"+escapeID(id), nil, nil, &op); err != nil {
+		return err
+	}
+	return printOperation(c, op)
+}
+
+// printOperation prints an operation as JSON or as "field value" lines.
+func printOperation(c *cli.Context, op httpapi.Operation) error {
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, op)
+	}
+	tw := newTable(c.App.Writer)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	row("operation", op.OperationID)
+	row("scope", op.ProviderScope+" ("+op.Provider+")")
+	row("kind", op.Kind)
+	row("state", stateWithReason(op))
+	row("attempt", strconv.Itoa(op.Attempt))
+	row("next attempt", showTime(op.NextAttemptAt))
+	row("request", op.Request.Method+" "+op.Request.Path)
+	row("request identity", op.RequestIdentity)
+	row("retry", fmt.Sprintf("%d attempts within %s", op.Retry.MaxAttempts, op.Retry.MaxElapsed))
+	row("created", showTime(op.CreatedAt))
+	row("updated", showTime(op.UpdatedAt))
+	row("deadline", showTime(op.Deadline))
+	if lo := op.LastOutcome; lo != nil {
+		row("last outcome", outcomeSummary(lo.Class, lo.Status, lo.Hint, lo.Detail))
+	}
+	if res := op.Result; res != nil {
+		row("result", fmt.Sprintf("HTTP %d", res.Status))
+	}
+	return tw.Flush()
+}
+
+// outcomeSummary is one line on what an attempt's answer meant.
+func outcomeSummary(class string, status *int, hint *httpapi.Hint, detail *string) string {
+	parts := []string{class}
+	if status != nil {
+		parts = append(parts, fmt.Sprintf("HTTP %d", *status))
+	}
+	if hint != nil {
+		parts = append(parts, fmt.Sprintf("hint %s=%s", hint.Source, hint.Raw))
+	}
+	if detail != nil && *detail != "" {
+		parts = append(parts, "— "+oneLine(*detail))
+	}
+	return strings.Join(parts, " ")
+}
+
+// runOpsAttempts prints an operation's attempts, oldest first.
+func runOpsAttempts(c *cli.Context) error {
+	id, err := oneOperand(c, "operation ID")
+	if err != nil {
+		return err
+	}
+	cl, err := newClient(c)
+	if err != nil {
+		return err
+	}
+	var list httpapi.AttemptList
+	if _, err := cl.call(c.Context, http.MethodGet, "/v1/operations/"+escapeID(id)+"/attempts", nil, nil, &list); err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, list)
+	}
+	if len(list.Attempts) == 0 {
+		_, err := fmt.Fprintf(c.App.Writer, "no attempts yet for %s\n", id)
+		return err
+	}
+	tw := newTable(c.App.Writer)
+	fmt.Fprintln(tw, "#\tSTARTED\tCLASS\tSTATUS\tHINT\tDURATION\tDECISION")
+	for _, a := range list.Attempts {
+		hint := "-"
+		if a.Hint != nil {
+			hint = a.Hint.Source + "=" + a.Hint.Raw
+		}
+		duration := "-"
+		if a.DurationMs != nil {
+			duration = fmt.Sprintf("%dms", *a.DurationMs)
+		}
+		decision := "-"
+		if d := a.Decision; d != nil {
+			decision = d.State
+			if d.At != nil {
+				decision += " at " + showTime(d.At)
+			}
+			if d.Reason != "" {
+				decision += ": " + oneLine(d.Reason)
+			}
+		}
+		if a.Stale {
+			decision += " (stale: discarded)"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Number, showTime(a.StartedAt), showString(a.Class), showInt(a.Status), hint, duration, decision)
+	}
+	return tw.Flush()
+}
+
+// requireReason returns --reason, or a usage error.
+func requireReason(c *cli.Context) (string, error) {
+	r := strings.TrimSpace(c.String("reason"))
+	if r == "" {
+		return "", exitf(exitUsage, "--reason is required: say why, for the audit trail")
+	}
+	return r, nil
+}
+
+// runOpsRelease releases a held or failed operation.
+func runOpsRelease(c *cli.Context) error {
+	id, err := oneOperand(c, "operation ID")
+	if err != nil {
+		return err
+	}
+	reason, err := requireReason(c)
+	if err != nil {
+		return err
+	}
+	at, err := parseTimeFlag(c, "at")
+	if err != nil {
+		return err
+	}
+	return opsAction(c, id, "release", httpapi.ReleaseRequest{At: at, Reason: reason})
+}
+
+// runOpsResolve resolves an operation held for unknownOutcome.
+func runOpsResolve(c *cli.Context) error {
+	id, err := oneOperand(c, "operation ID")
+	if err != nil {
+		return err
+	}
+	outcome := c.String("outcome")
+	if outcome != "succeeded" && outcome != "failed" {
+		return exitf(exitUsage, "--outcome must be succeeded or failed: what you found at the provider")
+	}
+	reason, err := requireReason(c)
+	if err != nil {
+		return err
+	}
+	return opsAction(c, id, "resolve", httpapi.ResolveRequest{Outcome: outcome, Reason: reason})
+}
+
+// runOpsCancel cancels an operation.
+func runOpsCancel(c *cli.Context) error {
+	id, err := oneOperand(c, "operation ID")
+	if err != nil {
+		return err
+	}
+	reason, err := requireReason(c)
+	if err != nil {
+		return err
+	}
+	return opsAction(c, id, "cancel", httpapi.CancelRequest{Reason: reason})
+}
+
+// opsAction posts a manual action and prints the operation it left.
+func opsAction(c *cli.Context, id, action string, body any) error {
+	cl, err := newClient(c)
+	if err != nil {
+		return err
+	}
+	var op httpapi.Operation
+	if _, err := cl.call(c.Context, http.MethodPost, "/v1/operations/"+escapeID(id)+"/"+action, nil, body, &op); err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, op)
+	}
+	return printOperationLine(c.App.Writer, op)
+}
+
+// printOperationLine prints an operation as one table row with a header.
+func printOperationLine(w io.Writer, ops ...httpapi.Operation) error {
+	tw := newTable(w)
+	fmt.Fprintln(tw, "OPERATION\tSCOPE\tSTATE\tNEXT ATTEMPT")
+	for _, op := range ops {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", op.OperationID, op.ProviderScope, stateWithReason(op), showTime(op.NextAttemptAt))
+	}
+	return tw.Flush()
+}

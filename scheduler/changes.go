@@ -1,0 +1,256 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Bounds of the change feed (GET /v1/changes).
+const (
+	// DefaultChangeLimit is the page size when a query gives none.
+	DefaultChangeLimit = 100
+	// MaxChangeLimit bounds one page of changes.
+	MaxChangeLimit = 1000
+	// MaxChangeWait caps how long one long-poll waits; longer waits are
+	// shortened to it.
+	MaxChangeWait = 60 * time.Second
+	// ChangePollInterval is how often a waiting long-poll looks at the
+	// store even without a notification, so a change committed by a path
+	// that does not notify is still delivered within about this long.
+	ChangePollInterval = time.Second
+)
+
+// Change is one state change of one operation, as the feed shows it. Seq
+// orders the feed: it grows with every change committed and is never
+// reused, even after old changes are pruned.
+type Change struct {
+	Seq         int64
+	OperationID string
+	Scope       string
+	// State is the state the operation entered.
+	State State
+	// At is the operation's update time of the change.
+	At time.Time
+}
+
+// ChangeFilter selects changes for Store.ListChanges.
+type ChangeFilter struct {
+	// After excludes changes with Seq <= After; 0 starts at the oldest
+	// change held.
+	After int64
+	// Scope keeps the changes of one scope; empty for all.
+	Scope string
+	// Limit bounds the result (1..MaxChangeLimit).
+	Limit int
+}
+
+// ChangeQuery is one long-poll of the change feed.
+type ChangeQuery struct {
+	ChangeFilter
+	// Wait is how long to wait for a change when none follows After: 0
+	// answers at once; longer than MaxChangeWait waits MaxChangeWait.
+	Wait time.Duration
+}
+
+// ChangePage is one answer of the change feed.
+type ChangePage struct {
+	// Changes are in Seq order; empty when the wait ended without any.
+	Changes []Change
+	// Next is the Seq of the last change returned, or the query's After
+	// when there is none: the After of the following query.
+	Next int64
+}
+
+// Notifier tells long-polls that changes may have committed. Notify wakes
+// every waiter at once; a waiter takes Changed before it reads the store,
+// so a change committed after its read still wakes it. Close ends every
+// wait for good (server shutdown). The zero value is not usable; use
+// NewNotifier. It is safe for concurrent use.
+type Notifier struct {
+	mu     sync.Mutex
+	ch     chan struct{}
+	done   chan struct{}
+	closed bool
+}
+
+// NewNotifier returns an open Notifier.
+func NewNotifier() *Notifier {
+	return &Notifier{ch: make(chan struct{}), done: make(chan struct{})}
+}
+
+// Notify wakes everyone waiting on a channel returned by Changed. It never
+// blocks.
+func (n *Notifier) Notify() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return
+	}
+	close(n.ch)
+	n.ch = make(chan struct{})
+}
+
+// Changed returns a channel that is closed at the next Notify or Close.
+func (n *Notifier) Changed() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.ch
+}
+
+// Done returns a channel that is closed once Close has been called.
+func (n *Notifier) Done() <-chan struct{} { return n.done }
+
+// Close ends every wait in progress and makes later ones return at once.
+// It is idempotent.
+func (n *Notifier) Close() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return
+	}
+	n.closed = true
+	close(n.ch)
+	close(n.done)
+}
+
+// notifyingStore is a Store that notifies n after each committed write
+// that may add changes. Methods it does not override (including any added
+// to Store later) pass through silently: the long-poll's periodic look at
+// the store still delivers their changes.
+type notifyingStore struct {
+	Store
+	n *Notifier
+}
+
+// withNotifier returns store wrapped so that its writes notify n.
+func withNotifier(store Store, n *Notifier) Store {
+	if ns, ok := store.(notifyingStore); ok {
+		store = ns.Store
+	}
+	return notifyingStore{Store: store, n: n}
+}
+
+func (s notifyingStore) Enqueue(ctx context.Context, ops []NewOperation, now time.Time) ([]EnqueueResult, error) {
+	res, err := s.Store.Enqueue(ctx, ops, now)
+	if err == nil {
+		s.n.Notify()
+	}
+	return res, err
+}
+
+func (s notifyingStore) ClaimDue(ctx context.Context, p ClaimParams) ([]Claim, error) {
+	cs, err := s.Store.ClaimDue(ctx, p)
+	if len(cs) > 0 {
+		s.n.Notify()
+	}
+	return cs, err
+}
+
+func (s notifyingStore) Complete(ctx context.Context, cs []Completion) ([]bool, error) {
+	applied, err := s.Store.Complete(ctx, cs)
+	if err == nil {
+		s.n.Notify()
+	}
+	return applied, err
+}
+
+func (s notifyingStore) ReleaseOperation(ctx context.Context, id string, at time.Time, act Action) (Operation, error) {
+	op, err := s.Store.ReleaseOperation(ctx, id, at, act)
+	if err == nil {
+		s.n.Notify()
+	}
+	return op, err
+}
+
+func (s notifyingStore) ResolveOperation(ctx context.Context, id string, succeeded bool, act Action) (Operation, error) {
+	op, err := s.Store.ResolveOperation(ctx, id, succeeded, act)
+	if err == nil {
+		s.n.Notify()
+	}
+	return op, err
+}
+
+func (s notifyingStore) CancelOperation(ctx context.Context, id string, act Action) (Operation, error) {
+	op, err := s.Store.CancelOperation(ctx, id, act)
+	if err == nil {
+		s.n.Notify()
+	}
+	return op, err
+}
+
+// Notifier returns the Notifier the Service's writes signal and its
+// long-polls wait on. Give it to the Engine (Engine.NotifyChanges) so its
+// claims and completions wake long-polls too, and Close it when the HTTP
+// server shuts down so long-polls end.
+func (s *Service) Notifier() *Notifier { return s.changes }
+
+// NotifyChanges makes the engine signal n after each claim, completion
+// and lease recovery it commits. Call it before Run or RunOnce.
+func (e *Engine) NotifyChanges(n *Notifier) {
+	e.store = withNotifier(e.store, n)
+	e.commit.store = e.store
+}
+
+// Changes returns the changes after q.After, oldest first. When there is
+// none it waits up to q.Wait (capped at MaxChangeWait) for one to commit,
+// then answers with what it found, possibly nothing. A wait ends early
+// with an empty page when the Notifier is closed, and with ctx's error
+// when ctx ends (the client went away).
+func (s *Service) Changes(ctx context.Context, q ChangeQuery) (ChangePage, error) {
+	v := &ValidationError{}
+	if q.After < 0 {
+		v.add("after", "must be 0 or the next of a previous answer")
+	}
+	if q.Limit == 0 {
+		q.Limit = DefaultChangeLimit
+	}
+	if q.Limit < 1 || q.Limit > MaxChangeLimit {
+		v.add("limit", fmt.Sprintf("must be between 1 and %d", MaxChangeLimit))
+	}
+	if q.Scope != "" && !scopeNamePattern.MatchString(q.Scope) {
+		v.add("providerScope", "must name a scope")
+	}
+	if q.Wait < 0 {
+		v.add("wait", "must not be negative")
+	}
+	if err := v.err(); err != nil {
+		return ChangePage{}, err
+	}
+	wait := min(q.Wait, MaxChangeWait)
+	deadline := s.clock.Now().Add(wait)
+	for {
+		// Take the channel before reading, so a commit after the read
+		// still wakes this wait.
+		changed := s.changes.Changed()
+		cs, err := s.store.ListChanges(ctx, q.ChangeFilter)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ChangePage{}, ctx.Err()
+			}
+			return ChangePage{}, fmt.Errorf("list changes: %w", err)
+		}
+		if len(cs) > 0 {
+			return ChangePage{Changes: cs, Next: cs[len(cs)-1].Seq}, nil
+		}
+		left := deadline.Sub(s.clock.Now())
+		select {
+		case <-s.changes.Done():
+			left = 0
+		default:
+		}
+		if left <= 0 {
+			return ChangePage{Next: q.After}, nil
+		}
+		timer := s.clock.Timer(min(left, ChangePollInterval))
+		select {
+		case <-changed: // a notification, or Close: look again
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return ChangePage{}, ctx.Err()
+		}
+		timer.Stop()
+	}
+}

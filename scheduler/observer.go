@@ -1,0 +1,41 @@
+package scheduler
+
+import (
+	"time"
+
+	"pacer/providers"
+)
+
+// Observer receives the engine's measurements, for metrics. The engine
+// calls it from its loop and from its workers at once, so an
+// implementation must be safe for concurrent use, and fast: it runs on the
+// claim path. Labels an implementation derives from the arguments stay
+// bounded: the provider is a profile name, never a scope or an operation.
+// Package metrics implements it for Prometheus; NopObserver ignores
+// everything.
+type Observer interface {
+	// ObserveClaim records one successful claim transaction: how long it
+	// took on the scheduler's clock and how many operations it leased.
+	ObserveClaim(took time.Duration, claimed int)
+	// ObserveDispatch records one claimed operation about to be sent:
+	// lateness is the claim time minus the time the operation became
+	// eligible (its NextAttemptAt), never negative.
+	ObserveDispatch(provider string, lateness time.Duration)
+	// ObserveAttempt records one finished attempt: the class of the
+	// provider's answer and how long the request took.
+	ObserveAttempt(provider string, class providers.Class, took time.Duration)
+}
+
+// NopObserver is an Observer that records nothing: the engine's default.
+type NopObserver struct{}
+
+var _ Observer = NopObserver{}
+
+// ObserveClaim implements Observer.
+func (NopObserver) ObserveClaim(time.Duration, int) {}
+
+// ObserveDispatch implements Observer.
+func (NopObserver) ObserveDispatch(string, time.Duration) {}
+
+// ObserveAttempt implements Observer.
+func (NopObserver) ObserveAttempt(string, providers.Class, time.Duration) {}
