@@ -188,3 +188,18 @@ func TestRecoverDecisions(t *testing.T) {
 		t.Errorf("idempotent mutation: got %s at %s, want scheduled at once", d.State, d.NextAttemptAt)
 	}
 }
+
+// A limit the provider reports as app-wide pauses the scope's group.
+func TestDecideSharedLimitPausesGroup(t *testing.T) {
+	p := scheduler.DefaultPolicy()
+	out := providers.Outcome{Class: providers.ClassRateLimited, Status: 429, Shared: true,
+		Hint: providers.Hint{Source: "retry-after", Raw: "30", At: t0.Add(30 * time.Second)}}
+	d := p.Decide(testOp(scheduler.KindRead, "GET", 1), providers.Idempotency{}, out, t0, half)
+	if !d.Scope.Shared || !d.Scope.PauseUntil.Equal(t0.Add(30*time.Second)) {
+		t.Fatalf("scope effect = %+v, want a shared pause of 30 s", d.Scope)
+	}
+	out.Shared = false
+	if d := p.Decide(testOp(scheduler.KindRead, "GET", 1), providers.Idempotency{}, out, t0, half); d.Scope.Shared {
+		t.Fatal("a per-scope limit paused the group")
+	}
+}
