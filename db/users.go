@@ -171,6 +171,10 @@ func (db *DB) CountUsers(ctx context.Context) (int, error) {
 // unknown name is false, after the same bcrypt work as a known one. The
 // error is for a store that cannot answer, never for a wrong password.
 func (db *DB) CheckPassword(ctx context.Context, name, password string) (bool, error) {
+	if len(password) > MaxPasswordBytes { // bcrypt would read only a prefix
+		_ = bcrypt.CompareHashAndPassword([]byte(timingHash), []byte(password[:MaxPasswordBytes]))
+		return false, nil
+	}
 	var hash string
 	err := db.read.QueryRowContext(ctx, `SELECT password_hash FROM users WHERE name = ?`, name).Scan(&hash)
 	if errors.Is(err, sql.ErrNoRows) {

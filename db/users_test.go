@@ -63,6 +63,7 @@ func TestUsers(t *testing.T) {
 			{"alice", password, true},
 			{"alice", password + "x", false},
 			{"alice", "", false},
+			{"alice", password + strings.Repeat("x", 80), false},
 			{"bob", password, false},
 			{"mallory", password, false},
 		} {

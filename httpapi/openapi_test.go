@@ -239,6 +239,8 @@ func TestOpenAPI(t *testing.T) {
 		exchange{method: "GET", path: "/v1/openapi.json", status: 200, noToken: true},
 		get("/metrics", 200),
 		exchange{method: "GET", path: "/metrics", status: 401, noToken: true},
+		get("/v1/providers", 200),
+		exchange{method: "GET", path: "/v1/providers", status: 401, noToken: true},
 	)
 	env.notReady = true
 	run("NotReady", get("/readyz", 503))

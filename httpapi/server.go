@@ -1,6 +1,11 @@
 // Package httpapi is pacer's HTTP interface: the /v1 JSON API (design §7),
 // bearer-token authentication, and the health endpoints.
 //
+// It also serves the support page under /ui (design §8, ui_*.go): server-
+// rendered pages from package web, staff sign-in with server-side sessions
+// (session*.go), and forms guarded by http.CrossOriginProtection. Its
+// errors are HTML pages, not problems.
+//
 // Every error is an RFC 9457 application/problem+json document; problemFor
 // in problem.go is the one place that maps errors to statuses. Request and
 // response bodies are this package's own types (scopes_types.go,

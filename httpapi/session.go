@@ -40,6 +40,9 @@ type UserStore interface {
 // Config.SessionLifetime is zero.
 const DefaultSessionLifetime = 12 * time.Hour
 
+// maxSignInName bounds the account name a sign-in is checked for.
+const maxSignInName = 128
+
 // sessionCookie names the cookie carrying a staff session token.
 const sessionCookie = "pacer_session"
 
@@ -154,6 +157,9 @@ func (s *Server) handleUISignIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := strings.TrimSpace(r.PostForm.Get("name"))
+	if len(name) > maxSignInName { // no account has such a name; keep throttle keys small
+		name = name[:maxSignInName]
+	}
 	password := r.PostForm.Get("password")
 	v := signInView{uiPage: s.uiBase(w, r, "Sign in"), Name: name, Next: safeNext(r.PostForm.Get("next"))}
 	if s.ui.users == nil {

@@ -37,6 +37,8 @@ type attentionView struct {
 	// Matching counts the operations the filters select (all pages).
 	Matching int
 	Ops      []scheduler.Operation
+	// HideScope is false: the list shows each operation's scope.
+	HideScope bool
 	// NextURL is the link to the following (older) page; empty on the last.
 	NextURL string
 	// FirstURL is the link to the first page when this is not it.

@@ -25,9 +25,7 @@ type uiForm struct {
 // operationView is the page of one operation.
 type operationView struct {
 	uiPage
-	Op scheduler.Operation
-	// Path is the request path with secret-looking query values redacted.
-	Path     string
+	Op       scheduler.Operation
 	Headers  []uiHeader
 	BodySize int
 	Words    string
@@ -97,7 +95,7 @@ func (s *Server) uiOperationView(w http.ResponseWriter, r *http.Request, id stri
 	}
 	v := &operationView{
 		uiPage: s.uiBase(w, r, "Operation "+op.ID),
-		Op:     op, Path: redactPath(op.Request.Path), Headers: displayHeaders(op.Request.Headers),
+		Op:     op, Headers: displayHeaders(op.Request.Headers),
 		BodySize: len(op.Request.Body), Words: stateWords(op), Audit: audit, Scope: sc,
 		CanRelease: op.State.CanRelease(), CanCancel: op.State.CanCancel(),
 		CanResolve: op.State == scheduler.StateHeld && op.HoldReason == scheduler.HoldUnknownOutcome,
@@ -150,7 +148,7 @@ func (s *Server) handleUIRelease(w http.ResponseWriter, r *http.Request) {
 		t, problem := parseUTCInput(form.At, s.svc.Now())
 		if problem != "" {
 			form.Error = problem
-			s.uiOperationFormError(w, r, id, http.StatusUnprocessableEntity, func(v *operationView) { v.Release = form })
+			s.uiOperationFormError(w, r, id, http.StatusUnprocessableEntity, problem, func(v *operationView) { v.Release = form })
 			return
 		}
 		at = &t
@@ -202,7 +200,7 @@ func (s *Server) handleUIResolve(w http.ResponseWriter, r *http.Request) {
 		msg = "Resolved: the provider did not apply it, so it will be sent again now with the same request identity."
 	default:
 		form.Error = "Choose what the provider did: applied it, or did not."
-		s.uiOperationFormError(w, r, id, http.StatusUnprocessableEntity, func(v *operationView) { v.Resolve = form })
+		s.uiOperationFormError(w, r, id, http.StatusUnprocessableEntity, form.Error, func(v *operationView) { v.Resolve = form })
 		return
 	}
 	s.uiRedirect(w, r, operationUIPath(id), flashOK, msg)
@@ -231,19 +229,20 @@ func (s *Server) uiOperationActionError(w http.ResponseWriter, r *http.Request, 
 		s.uiFail(w, r, err, "operation "+id)
 		return
 	}
-	s.uiOperationFormError(w, r, id, status, func(v *operationView) { set(v, msg) })
+	s.uiOperationFormError(w, r, id, status, msg, func(v *operationView) { set(v, msg) })
 }
 
-// uiOperationFormError renders the operation page with status after set
-// has put a form's error in place.
-func (s *Server) uiOperationFormError(w http.ResponseWriter, r *http.Request, id string, status int, set func(v *operationView)) {
+// uiOperationFormError renders the operation page with status and msg,
+// after set has put the form's error in place (the message also heads the
+// page, in case the state no longer shows that form).
+func (s *Server) uiOperationFormError(w http.ResponseWriter, r *http.Request, id string, status int, msg string, set func(v *operationView)) {
 	v, err := s.uiOperationView(w, r, id)
 	if err != nil {
 		s.uiFail(w, r, err, "operation "+id)
 		return
 	}
 	set(v)
-	v.Error = "Nothing was changed: see the form below."
+	v.Error = "Nothing was changed. " + msg
 	s.uiRender(w, r, status, "operation", v)
 }
 
@@ -255,7 +254,8 @@ func uiActionProblem(err error) (status int, msg string, ok bool) {
 	case errors.As(err, &ve):
 		parts := make([]string, len(ve.Fields))
 		for i, f := range ve.Fields {
-			parts[i] = capitalize(f.Field) + " " + f.Message + "."
+			// Fields as the forms name them: "token", not "credentials.token".
+			parts[i] = capitalize(strings.TrimPrefix(f.Field, "credentials.")) + " " + f.Message + "."
 		}
 		return http.StatusUnprocessableEntity, strings.Join(parts, " "), true
 	case errors.Is(err, scheduler.ErrInvalidTransition):

@@ -20,6 +20,8 @@ type opList struct {
 	MoreURL string
 	// Now is the page's time, for the list's relative times.
 	Now time.Time
+	// HideScope leaves out the scope column (the page is the scope's).
+	HideScope bool
 }
 
 // scopeView is the page of one scope. It never holds credential values:
@@ -86,7 +88,7 @@ func (s *Server) uiScopeView(w http.ResponseWriter, r *http.Request, name string
 		if l.list.Count, err = s.svc.CountOperations(ctx, f); err != nil {
 			return nil, err
 		}
-		l.list.Ops, l.list.Now = page.Operations, v.Now
+		l.list.Ops, l.list.Now, l.list.HideScope = page.Operations, v.Now, true
 		l.list.MoreURL = attentionURL(sc.Name, l.state, "", "")
 	}
 	if v.Held.Count > 0 {
@@ -148,9 +150,8 @@ func (s *Server) handleUIReleaseHeld(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if unknown > 0 {
-			s.uiScopeFormError(w, r, name, http.StatusUnprocessableEntity, func(v *scopeView) {
-				setForm(v, fmt.Sprintf("%d of the held operations may already have been applied. Check them at the provider, then tick the box to send them again.", unknown))
-			})
+			msg := fmt.Sprintf("%d of the held operations may already have been applied. Check them at the provider, then tick the box to send them again.", unknown)
+			s.uiScopeFormError(w, r, name, http.StatusUnprocessableEntity, msg, func(v *scopeView) { setForm(v, msg) })
 			return
 		}
 	}
@@ -217,19 +218,19 @@ func (s *Server) uiScopeActionError(w http.ResponseWriter, r *http.Request, name
 		s.uiFail(w, r, err, "scope "+name)
 		return
 	}
-	s.uiScopeFormError(w, r, name, status, func(v *scopeView) { set(v, msg) })
+	s.uiScopeFormError(w, r, name, status, msg, func(v *scopeView) { set(v, msg) })
 }
 
-// uiScopeFormError renders the scope page with status after set has put a
-// form's error in place.
-func (s *Server) uiScopeFormError(w http.ResponseWriter, r *http.Request, name string, status int, set func(v *scopeView)) {
+// uiScopeFormError renders the scope page with status and msg like
+// uiOperationFormError.
+func (s *Server) uiScopeFormError(w http.ResponseWriter, r *http.Request, name string, status int, msg string, set func(v *scopeView)) {
 	v, err := s.uiScopeView(w, r, name)
 	if err != nil {
 		s.uiFail(w, r, err, "scope "+name)
 		return
 	}
 	set(v)
-	v.Error = "Nothing was changed: see the form below."
+	v.Error = "Nothing was changed. " + msg
 	s.uiRender(w, r, status, "scope", v)
 }
 

@@ -250,7 +250,6 @@ func uiFuncs() template.FuncMap {
 		"count":       groupThousands,
 		"plural":      pluralWord,
 		"reasonLabel": reasonLabel,
-		"redactPath":  redactPath,
 		"statusText":  statusText,
 		"reasonOf": func(op scheduler.Operation) string {
 			if op.HoldReason != "" {
@@ -259,7 +258,18 @@ func uiFuncs() template.FuncMap {
 			return string(op.FailureReason)
 		},
 		"field": func(id, value string) uiField { return uiField{ID: id, Value: value} },
+		"path":  breakablePath,
 	}
+}
+
+// breakablePath is a request path, redacted, escaped and with line-break
+// opportunities after each '/' and '&', so long paths wrap at their seams.
+func breakablePath(p string) template.HTML {
+	parts := strings.Split(redactPath(p), "/")
+	for i, part := range parts {
+		parts[i] = strings.ReplaceAll(template.HTMLEscapeString(part), "&amp;", "&amp;<wbr>")
+	}
+	return template.HTML(strings.Join(parts, "/<wbr>")) // every part is escaped above
 }
 
 // operationUIPath is the support page of an operation; '/' in the ID is

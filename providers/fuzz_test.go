@@ -138,7 +138,23 @@ func fuzzProfiles(t testing.TB) (names []string, profiles map[string]providers.P
 // THROTTLED, a declared body code).
 func reads2xxBodies(p providers.Profile) bool {
 	for _, s := range p.Describe().Signals {
-		if s.Class != providers.ClassSuccess && (s.Status == "any" || strings.Contains(s.Status, "2")) {
+		if s.Status == "2xx" && s.When == "" && s.Class == providers.ClassSuccess {
+			return false // every 2xx is decided before any later signal
+		}
+		if s.Class != providers.ClassSuccess && covers2xx(s.Status) {
+			return true
+		}
+	}
+	return false
+}
+
+// covers2xx reports whether a status pattern can match a 2xx.
+func covers2xx(pattern string) bool {
+	if pattern == "any" {
+		return true
+	}
+	for _, part := range strings.Split(pattern, ",") {
+		if part = strings.TrimSpace(part); len(part) == 3 && part[0] == '2' {
 			return true
 		}
 	}

@@ -119,9 +119,10 @@ func TestGenericDetailBody(t *testing.T) {
 }
 
 func TestClassifyTransport(t *testing.T) {
-	profiles := []providers.Profile{
-		providers.NewGeneric(providers.Options{IdempotencyHeader: "Idempotency-Key"}),
-		providers.NewGitHub(), providers.NewStripe(),
+	_, byName := fuzzProfiles(t)
+	var profiles []providers.Profile
+	for _, p := range byName {
+		profiles = append(profiles, p)
 	}
 	tests := []struct {
 		name     string
@@ -141,7 +142,7 @@ func TestClassifyTransport(t *testing.T) {
 	}
 	for _, p := range profiles {
 		for _, tt := range tests {
-			t.Run(p.Name()+"/"+tt.name, func(t *testing.T) {
+			t.Run(p.Name()+"/"+tt.name, func(t *testing.T) { // every profile, custom ones too
 				ex := providers.Exchange{Method: http.MethodPost, Mutation: tt.mutation, Written: tt.written, Err: tt.err, Now: now}
 				o := p.Classify(ex)
 				if o.Class != tt.class || o.Reason != tt.reason {

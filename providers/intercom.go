@@ -53,7 +53,7 @@ func NewIntercom() *Intercom {
 		{Signal: Signal{Status: "400,404,422", Class: ClassPermanent, Reason: "parameter-invalid | parameter-not-found | type-mismatch | data-invalid | not-found | …"},
 			reasonOf: codeReason("bad-request")},
 		{
-			Signal: Signal{Status: "any", When: "errors[].code request_timeout", Class: ClassUnknownOutcome, ReadClass: ClassTransient, Reason: "request-timeout",
+			Signal: Signal{Status: "4xx,5xx", When: "errors[].code request_timeout", Class: ClassUnknownOutcome, ReadClass: ClassTransient, Reason: "request-timeout",
 				Note: "providers.md says transient; the write may have landed"},
 			match: code("request_timeout"),
 		},

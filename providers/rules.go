@@ -1,6 +1,7 @@
 package providers
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -76,8 +77,12 @@ func (r *reading) fields() *bodyFields {
 	return r.body
 }
 
-// header is the value of header name, cut to a diagnostic bound.
+// header is the value of header name.
 func (r *reading) header(name string) string { return r.h.Get(name) }
+
+// mentions reports whether the raw body contains token: a cheap test that
+// spares parsing a large success body no rule can match.
+func (r *reading) mentions(token string) bool { return bytes.Contains(r.ex.Body, []byte(token)) }
 
 // newTable compiles rules (the provider's own, then the standard ones). A
 // malformed status pattern is a programming error in a built-in profile

@@ -50,7 +50,9 @@ var _ Profile = (*Shopify)(nil)
 // NewShopify returns the Shopify profile.
 func NewShopify() *Shopify {
 	gqlCode := func(codes ...string) func(r *reading) bool {
-		return func(r *reading) bool { return r.fields().has("errors[].extensions.code", codes...) }
+		return func(r *reading) bool {
+			return r.mentions(`"errors"`) && r.fields().has("errors[].extensions.code", codes...)
+		}
 	}
 	shopState := func(status, reason, what string) rule {
 		return rule{
@@ -95,6 +97,9 @@ func NewShopify() *Shopify {
 			Signal: Signal{Status: "2xx", When: "data.<mutation>.userErrors[] not empty", Class: ClassPermanent, Reason: "user-errors",
 				Note: "a valid request the shop refused (validation, business rules); nothing was changed"},
 			match: func(r *reading) bool {
+				if !r.mentions(`"userErrors"`) {
+					return false
+				}
 				f := r.fields()
 				if !f.isDoc { // cut off by the read bound: scan
 					return userErrorsRe.Match(f.raw)
@@ -120,6 +125,9 @@ func NewShopify() *Shopify {
 			Signal: Signal{Status: "2xx", When: "errors[] present and no data", Class: ClassPermanent, Reason: "graphql-errors",
 				Note: "a query Shopify refused as a whole (syntax, unknown field)", Verify: true},
 			match: func(r *reading) bool {
+				if !r.mentions(`"errors"`) {
+					return false
+				}
 				f := r.fields()
 				return f.isDoc && f.present("errors[].message") && !f.anyPath(func(p string) bool { return strings.HasPrefix(p, "data.") })
 			},
@@ -184,7 +192,7 @@ func shopifyCostHint() hinter {
 
 // shopifyGraphQLBudget is the GraphQL throttle status, in cost points.
 func shopifyGraphQLBudget(r *reading) *Budget {
-	if !r.fields().present(shopifyThrottle + "currentlyAvailable") {
+	if !r.mentions(`"throttleStatus"`) || !r.fields().present(shopifyThrottle+"currentlyAvailable") {
 		return nil
 	}
 	f := r.fields()

@@ -30,6 +30,9 @@ func slackAuthCodes() []string {
 func NewSlack() *Slack {
 	okFalse := func(codes ...string) func(r *reading) bool {
 		return func(r *reading) bool {
+			if !r.mentions("false") {
+				return false
+			}
 			f := r.fields()
 			return f.has("ok", "false") && (codes == nil || f.has("error", codes...))
 		}

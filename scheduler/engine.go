@@ -238,11 +238,12 @@ func (e *Engine) runOnce(ctx context.Context) (claimed int, full bool, err error
 		e.heartbeat()
 		return 0, false, nil
 	}
+	claimStart := e.clock.Now()
 	claims, err := e.store.ClaimDue(ctx, ClaimParams{Now: now, Limit: free, LeaseFor: e.cfg.LeaseDuration})
 	if err != nil {
 		return 0, false, fmt.Errorf("claim due operations: %w", err)
 	}
-	e.cfg.Observer.ObserveClaim(e.clock.Now().Sub(now), len(claims))
+	e.cfg.Observer.ObserveClaim(e.clock.Now().Sub(claimStart), len(claims))
 	e.heartbeat()
 	for _, c := range claims {
 		if due := c.Operation.NextAttemptAt; !due.IsZero() {

@@ -180,8 +180,8 @@ func TestRetentionUnderLoad(t *testing.T) {
 	prov.script("/bad", answer{status: 422})
 	prov.script("/unsure", answer{status: 502})
 	const (
-		rounds    = 60
-		perRound  = 20
+		rounds    = 36
+		perRound  = 12
 		step      = 10 * time.Minute
 		retention = time.Hour
 	)
@@ -207,19 +207,23 @@ func TestRetentionUnderLoad(t *testing.T) {
 				return
 			}
 			batches++
+			time.Sleep(time.Millisecond) // the Pause between batches, shortened
 		}
 	}()
 
 	for r := range rounds {
-		for i := range perRound {
-			in := scheduler.OperationInput{ID: fmt.Sprintf("r%d-%d", r, i), Scope: []string{"a", "b"}[i%2], Method: "GET", Path: "/ok"}
+		ins := make([]scheduler.OperationInput, perRound)
+		for i := range ins {
+			ins[i] = scheduler.OperationInput{ID: fmt.Sprintf("r%d-%d", r, i), Scope: []string{"a", "b"}[i%2], Method: "GET", Path: "/ok"}
 			switch i {
 			case 0:
-				in.Method, in.Path = "POST", "/bad"
+				ins[i].Method, ins[i].Path = "POST", "/bad"
 			case 1:
-				in.Method, in.Path = "POST", "/unsure"
+				ins[i].Method, ins[i].Path = "POST", "/unsure"
 			}
-			h.enqueue(in)
+		}
+		if _, err := h.svc.Enqueue(ctx, ins, func(int) string { return "" }); err != nil {
+			t.Fatal(err)
 		}
 		for pass := 0; ; pass++ {
 			if pass == 50 {

@@ -4,6 +4,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 go version
+# The support page's browser test drives Debian's Chromium; it fails (it
+# does not skip) without it.
+if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
+	if [ "$(id -u)" -eq 0 ]; then
+		apt-get update && apt-get install -y chromium
+	else
+		echo "scripts/test.sh: chromium is missing; install it (sudo apt-get install -y chromium) and run again" >&2
+		exit 1
+	fi
+fi
 go vet ./...
 go test -race -count=1 -timeout 30m "$@" ./...
 # The crash test: the real binary killed with SIGKILL at random moments

@@ -6,8 +6,8 @@
   var fmt;
   try {
     fmt = new Intl.DateTimeFormat(undefined, {
-      year: "numeric", month: "short", day: "numeric",
-      hour: "2-digit", minute: "2-digit", second: "2-digit", timeZoneName: "short"
+      month: "short", day: "numeric", hour: "2-digit", minute: "2-digit",
+      second: "2-digit", timeZoneName: "short"
     });
   } catch (e) {
     return;
@@ -16,10 +16,11 @@
 
   function local(d) { return fmt.format(d); }
 
-  // Each <time datetime> gets the local time beside its UTC text.
+  // Each <time datetime> gets the local time beside its UTC text, unless
+  // the viewer's clock is on UTC anyway.
   document.querySelectorAll("time[datetime]").forEach(function (el) {
     var d = new Date(el.getAttribute("datetime"));
-    if (isNaN(d.getTime())) { return; }
+    if (isNaN(d.getTime()) || d.getTimezoneOffset() === 0) { return; }
     var span = document.createElement("span");
     span.className = "local";
     span.textContent = local(d);
@@ -28,9 +29,11 @@
     (next && next.classList.contains("rel") ? next : el).after(span);
   });
 
-  document.querySelectorAll(".js-tz").forEach(function (el) {
-    el.textContent = ", with your local time (" + zone + ") below each";
-  });
+  if (new Date().getTimezoneOffset() !== 0) {
+    document.querySelectorAll(".js-tz").forEach(function (el) {
+      el.textContent = ", with your local time (" + zone + ") below each";
+    });
+  }
 
   // The release time is typed in UTC; say what that is locally.
   document.querySelectorAll("input[data-utc]").forEach(function (input) {
