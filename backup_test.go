@@ -113,6 +113,7 @@ func TestBackupOfLiveDatabase(t *testing.T) {
 		t.Fatalf("enqueue failed during the backup: %v", errs[:min(len(errs), 5)])
 	}
 
+	t.Logf("backup taken with %d operations acknowledged; %d acknowledged by the end", len(before), ackedCount())
 	out, code = runPacerCmd(t, "check", "--db", copyPath)
 	if code != 0 || !strings.HasPrefix(out, "ok: ") || strings.Count(out, "\n") != 1 {
 		t.Fatalf("pacer check on the copy: exit %d\n%s", code, out)

@@ -77,14 +77,14 @@ func Seed(ctx context.Context, svc *scheduler.Service, baseURL string) (Seeded, 
 
 	id := func(name string) string { return out.Prefix + name }
 	soon, later := now.Add(10*time.Minute), now.Add(time.Hour)
-	var ops []scheduler.OperationInput
+	// The invalid issue goes first so the failed state shows at once.
+	ops := []scheduler.OperationInput{post(id("issue-invalid"), ScopeGitHub, "/repos/acme/app/issues", map[string]any{"body": "an issue without a title"})}
 	for i := range 8 {
 		ops = append(ops, get(id(fmt.Sprintf("repo-%d", i)), ScopeGitHub, fmt.Sprintf("/repos/acme/app-%d", i)))
 	}
 	for i := range 3 {
 		ops = append(ops, post(id(fmt.Sprintf("issue-%d", i)), ScopeGitHub, "/repos/acme/app/issues", map[string]any{"title": fmt.Sprintf("Demo issue %d", i)}))
 	}
-	ops = append(ops, post(id("issue-invalid"), ScopeGitHub, "/repos/acme/app/issues", map[string]any{"body": "an issue without a title"}))
 	for i := range 10 {
 		ops = append(ops, get(id(fmt.Sprintf("order-%d", i)), ScopeShop, fmt.Sprintf("/orders/%d", 1000+i)))
 	}

@@ -98,11 +98,7 @@ func (p *Pruner) Retention() time.Duration { return p.cfg.Retention }
 // transaction. Result.More says a batch was full and more may be left.
 func (p *Pruner) RunOnce(ctx context.Context) (PruneResult, error) {
 	before := p.clock.Now().UTC().Add(-p.cfg.Retention)
-	res, err := p.store.PruneFinished(ctx, PruneParams{Before: before, Limit: p.cfg.BatchSize})
-	if err != nil {
-		return PruneResult{}, fmt.Errorf("prune: %w", err)
-	}
-	return res, nil
+	return p.store.PruneFinished(ctx, PruneParams{Before: before, Limit: p.cfg.BatchSize})
 }
 
 // Run prunes until ctx ends: batch after batch with Pause between them

@@ -287,3 +287,36 @@ func TestRetentionUnderLoad(t *testing.T) {
 	}
 	t.Logf("pruner ran %d batches during %d rounds of %d operations", batches, rounds, perRound)
 }
+
+// TestPrunerRunStopsWithItsContext runs the loop on a mock clock: it prunes
+// at once, then waits; canceling its context ends it without an error.
+func TestPrunerRunStopsWithItsContext(t *testing.T) {
+	h := setup(t, scheduler.EngineConfig{})
+	prov := newProvider(t, h.clock)
+	h.scope("a", prov.URL, "", 4)
+	h.enqueue(scheduler.OperationInput{ID: "old", Scope: "a", Method: "GET", Path: "/ok"})
+	h.pass()
+	h.clock.Add(2 * time.Hour)
+	pr := newPruner(t, h, scheduler.PrunerConfig{Retention: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- pr.Run(ctx) }()
+	for i := 0; ; i++ { // the first batch runs before any wait
+		if _, err := h.svc.GetOperation(context.Background(), "old"); errors.Is(err, scheduler.ErrNotFound) {
+			break
+		}
+		if i == 1000 {
+			t.Fatal("Run did not prune")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run returned %v, want nil", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+}
