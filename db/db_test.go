@@ -56,6 +56,26 @@ func rawDB(t testing.TB, path string) *sql.DB {
 	return raw
 }
 
+// queryPlan returns SQLite's plan for query, its steps joined by "; ".
+func queryPlan(t testing.TB, raw *sql.DB, query string) string {
+	t.Helper()
+	rows, err := raw.Query(`EXPLAIN QUERY PLAN ` + query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	return strings.Join(plan, "; ")
+}
+
 // scopeOpts shape a test scope; zero values are sensible.
 type scopeOpts struct {
 	MaxConcurrent int
@@ -330,21 +350,8 @@ func TestQueryPlans(t *testing.T) {
 		{"ListByState", `SELECT id FROM operations WHERE state = 'held' ORDER BY created_at DESC, id DESC LIMIT 50`, "operations_state_created"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rows, err := raw.Query(`EXPLAIN QUERY PLAN ` + tc.query)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rows.Close()
-			var plan []string
-			for rows.Next() {
-				var id, parent, notused int
-				var detail string
-				if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
-					t.Fatal(err)
-				}
-				plan = append(plan, detail)
-			}
-			if got := strings.Join(plan, "; "); !strings.Contains(got, tc.index) || strings.Contains(got, "TEMP B-TREE") {
+			got := queryPlan(t, raw, tc.query)
+			if !strings.Contains(got, tc.index) || strings.Contains(got, "TEMP B-TREE") {
 				t.Fatalf("plan %q, want index %s and no sort", got, tc.index)
 			}
 		})

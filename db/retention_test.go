@@ -147,21 +147,7 @@ func TestPruneQueryPlans(t *testing.T) {
 		{"Changes", `DELETE FROM changes WHERE seq <= 5`, "SEARCH changes USING INTEGER PRIMARY KEY"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rows, err := raw.Query(`EXPLAIN QUERY PLAN ` + tc.query)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rows.Close()
-			var plan []string
-			for rows.Next() {
-				var id, parent, notused int
-				var detail string
-				if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
-					t.Fatal(err)
-				}
-				plan = append(plan, detail)
-			}
-			got := strings.Join(plan, "; ")
+			got := queryPlan(t, raw, tc.query)
 			if !strings.Contains(got, tc.want) || strings.Contains(got, "TEMP B-TREE") || strings.Contains(got, "SCAN operations") || strings.Contains(got, "SCAN attempts") {
 				t.Fatalf("plan %q, want %q, no scan of a table and no sort", got, tc.want)
 			}
