@@ -36,7 +36,7 @@ func main() {
 
 // newApp lists pacer's commands.
 func newApp() *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:                 "pacer",
 		Usage:                "send API operations to providers without hammering their rate limits",
 		Version:              version,
@@ -57,4 +57,6 @@ func newApp() *cli.App {
 			},
 		},
 	}
+	withEnvVars(app.Commands)
+	return app
 }
