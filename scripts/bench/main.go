@@ -1,0 +1,143 @@
+// Command pacerbench measures, in one run on one machine, the throughput and
+// cost of three ways to "claim, send, record" N operations against the same
+// loopback provider running in a separate process:
+//
+//   - ceiling: a minimal claim(100) → 50 HTTP workers → batched record
+//     pipeline on SQLite (modernc.org/sqlite, WAL, synchronous=NORMAL);
+//   - river: River with its SQLite driver and tuned fetch settings, each job
+//     doing the same HTTP call;
+//   - pacer: the real pacer binary, built from the repository root, driven
+//     through its HTTP API.
+//
+// A fourth row, loopback, measures the same HTTP calls with no database: the
+// machine's own limit for the ceiling.
+//
+// Usage: cd scripts/bench && go run . [-n 20000] [-only loopback,ceiling,river,pacer]
+//
+// The binary re-executes itself for the provider ("provider") and for the
+// loopback, ceiling and River runs ("loopback", "ceiling", "river"), so every system's CPU time and
+// peak RSS are its own process's.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// result is what one measured run reports.
+type result struct {
+	Name    string  `json:"name"`
+	Ops     int     `json:"ops"`
+	Seconds float64 `json:"seconds"`
+	CPUMs   float64 `json:"cpuMs"`
+	RSSKiB  int64   `json:"rssKiB"`
+	Note    string  `json:"note,omitempty"`
+	Err     string  `json:"err,omitempty"`
+}
+
+// opsPerSec is the run's throughput.
+func (r result) opsPerSec() float64 {
+	if r.Seconds <= 0 {
+		return 0
+	}
+	return float64(r.Ops) / r.Seconds
+}
+
+// cpuPer1k is the run's CPU time per 1,000 operations, in milliseconds.
+func (r result) cpuPer1k() float64 {
+	if r.Ops == 0 {
+		return 0
+	}
+	return r.CPUMs / float64(r.Ops) * 1000
+}
+
+func main() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "provider":
+			runProvider()
+			return
+		case "loopback", "ceiling", "river":
+			runChild(os.Args[1], os.Args[2:])
+			return
+		}
+	}
+	n := flag.Int("n", 20000, "operations per system")
+	only := flag.String("only", "loopback,ceiling,river,pacer", "comma-separated systems to run (loopback: HTTP calls alone, a reference)")
+	workers := flag.Int("workers", 50, "HTTP workers for every system (pacer --workers)")
+	timeout := flag.Duration("timeout", 5*time.Minute, "bound on each system's run")
+	repo := flag.String("repo", "../..", "pacer repository root (for go build)")
+	flag.Parse()
+	if err := run(*n, *only, *workers, *timeout, *repo); err != nil {
+		fmt.Fprintln(os.Stderr, "pacerbench:", err)
+		os.Exit(1)
+	}
+}
+
+// run starts the provider, measures each selected system and prints the table.
+func run(n int, only string, workers int, timeout time.Duration, repo string) error {
+	if n <= 0 {
+		return fmt.Errorf("check flags: -n must be positive")
+	}
+	tmp, err := os.MkdirTemp("", "pacerbench-")
+	if err != nil {
+		return fmt.Errorf("make temp dir: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	prov, err := startProvider()
+	if err != nil {
+		return err
+	}
+	defer prov.stop()
+	fmt.Fprintf(os.Stderr, "provider at %s (pid %d), n=%d, workers=%d\n", prov.url, prov.cmd.Process.Pid, n, workers)
+
+	var results []result
+	for _, sys := range strings.Split(only, ",") {
+		sys = strings.TrimSpace(sys)
+		var r result
+		switch sys {
+		case "loopback", "ceiling", "river":
+			r = runInChild(sys, n, workers, prov.url, tmp, timeout)
+		case "pacer":
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			r = runPacer(ctx, n, workers, prov.url, tmp, repo)
+			cancel()
+		case "":
+			continue
+		default:
+			return fmt.Errorf("check flags: unknown system %q", sys)
+		}
+		r.Name = sys
+		if r.Err != "" {
+			fmt.Fprintf(os.Stderr, "%s: error: %s\n", sys, r.Err)
+		} else {
+			fmt.Fprintf(os.Stderr, "%s: %d ops in %.2fs\n", sys, r.Ops, r.Seconds)
+		}
+		results = append(results, r)
+	}
+	printTable(os.Stdout, results, n, workers)
+	return nil
+}
+
+// childArgs is the JSON handed to a re-executed ceiling or river child.
+type childArgs struct {
+	N        int    `json:"n"`
+	Workers  int    `json:"workers"`
+	Provider string `json:"provider"`
+	Dir      string `json:"dir"`
+}
+
+// decodeResult parses a child's JSON result line.
+func decodeResult(b []byte) (result, error) {
+	var r result
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
+		return r, fmt.Errorf("decode child result %q: %w", string(b), err)
+	}
+	return r, nil
+}

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// pacerScopes is how many scopes the operations are spread over.
+const pacerScopes = 10
+
+// pacerPending are the states an operation is not yet done in.
+var pacerPending = []string{"scheduled", "waitingForBudget", "running", "held"}
+
+// runPacer builds the pacer binary, serves it on a temp database and a free
+// loopback port, enqueues n operations over 10 scopes through the batch API
+// and waits until none is pending. CPU and peak RSS are the pacer process's
+// own, over the window from the first enqueue to the last completion.
+func runPacer(ctx context.Context, n, workers int, provider, tmp, repo string) result {
+	r, err := runPacerErr(ctx, n, workers, provider, tmp, repo)
+	if err != nil {
+		r.Err = err.Error()
+	}
+	return r
+}
+
+func runPacerErr(ctx context.Context, n, workers int, provider, tmp, repo string) (result, error) {
+	var r result
+	dir := filepath.Join(tmp, "pacer")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return r, fmt.Errorf("make dir: %w", err)
+	}
+	repoAbs, err := filepath.Abs(repo)
+	if err != nil {
+		return r, fmt.Errorf("resolve repo: %w", err)
+	}
+	bin := filepath.Join(dir, "pacer")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
+	build.Dir = repoAbs
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return r, fmt.Errorf("build pacer in %s: %w", repoAbs, err)
+	}
+	addr, err := freeLoopbackAddr()
+	if err != nil {
+		return r, err
+	}
+	logf, err := os.Create(filepath.Join(dir, "pacer.log"))
+	if err != nil {
+		return r, fmt.Errorf("create log: %w", err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(bin, "serve", "--db", filepath.Join(dir, "pacer.db"), "--listen", addr,
+		"--workers", strconv.Itoa(workers), "--log-level", "warn", "--retention", "0")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return r, fmt.Errorf("start pacer: %w", err)
+	}
+	defer stopProcess(cmd)
+	base := "http://" + addr
+	hc := &http.Client{Timeout: 60 * time.Second}
+	if err := waitReady(ctx, hc, base); err != nil {
+		return r, err
+	}
+	for i := range pacerScopes {
+		body := fmt.Sprintf(`{"provider":"generic","baseURL":%q,"maxConcurrent":64}`, provider)
+		if _, err := call(ctx, hc, http.MethodPut, fmt.Sprintf("%s/v1/scopes/bench-%d", base, i), body, http.StatusOK, http.StatusCreated); err != nil {
+			return r, fmt.Errorf("create scope: %w", err)
+		}
+	}
+
+	pid := cmd.Process.Pid
+	cpu0, err := procCPUMs(pid)
+	if err != nil {
+		return r, err
+	}
+	selfCPU0, _ := selfUsage()
+	start := time.Now()
+	var buf bytes.Buffer
+	for i := 0; i < n; i += 1000 {
+		end := min(i+1000, n)
+		buf.Reset()
+		buf.WriteString(`{"operations":[`)
+		for j := i; j < end; j++ {
+			if j > i {
+				buf.WriteByte(',')
+			}
+			fmt.Fprintf(&buf, `{"operationId":"op-%d","providerScope":"bench-%d","request":{"method":"POST","path":"/x","body":{"n":1}}}`, j, j%pacerScopes)
+		}
+		buf.WriteString(`]}`)
+		out, err := call(ctx, hc, http.MethodPost, base+"/v1/operations/batch", buf.String(), http.StatusOK, http.StatusCreated, http.StatusMultiStatus)
+		if err != nil {
+			return r, fmt.Errorf("enqueue batch: %w", err)
+		}
+		var br struct {
+			Results []struct {
+				Status int `json:"status"`
+			} `json:"results"`
+		}
+		if err := json.Unmarshal(out, &br); err != nil {
+			return r, fmt.Errorf("decode batch response: %w", err)
+		}
+		for _, x := range br.Results {
+			if x.Status != http.StatusCreated {
+				return r, fmt.Errorf("enqueue batch: item status %d", x.Status)
+			}
+		}
+	}
+	enqSecs := time.Since(start).Seconds()
+	for {
+		if err := ctx.Err(); err != nil {
+			return r, fmt.Errorf("wait for pacer: %w", err)
+		}
+		empty, err := statesEmpty(ctx, hc, base, pacerPending)
+		if err != nil {
+			return r, err
+		}
+		if empty {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r.Seconds = time.Since(start).Seconds()
+	cpu1, err := procCPUMs(pid)
+	if err != nil {
+		return r, err
+	}
+	selfCPU1, _ := selfUsage()
+	r.CPUMs = cpu1 - cpu0
+	r.RSSKiB, _ = procHWM(pid)
+	r.Ops = n
+	r.Note = fmt.Sprintf("enqueue %.2fs; bench client CPU %.0f ms", enqSecs, selfCPU1-selfCPU0)
+	if empty, err := statesEmpty(ctx, hc, base, []string{"failed", "canceled"}); err != nil || !empty {
+		return r, fmt.Errorf("check pacer: some operations failed or were canceled (err %v)", err)
+	}
+	return r, nil
+}
+
+// freeLoopbackAddr finds a free 127.0.0.1 port.
+func freeLoopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("find free port: %w", err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr, nil
+}
+
+// waitReady polls GET /v1/scopes until pacer answers 200, for up to 30 s.
+func waitReady(ctx context.Context, hc *http.Client, base string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := call(ctx, hc, http.MethodGet, base+"/v1/scopes", "", http.StatusOK); err == nil {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("wait for pacer at %s: not ready after 30s (see its log)", base)
+}
+
+// statesEmpty reports whether no operation is in any of states.
+func statesEmpty(ctx context.Context, hc *http.Client, base string, states []string) (bool, error) {
+	for _, st := range states {
+		out, err := call(ctx, hc, http.MethodGet, base+"/v1/operations?limit=1&state="+st, "", http.StatusOK)
+		if err != nil {
+			return false, fmt.Errorf("list %s operations: %w", st, err)
+		}
+		var l struct {
+			Operations []json.RawMessage `json:"operations"`
+		}
+		if err := json.Unmarshal(out, &l); err != nil {
+			return false, fmt.Errorf("decode operation list: %w", err)
+		}
+		if len(l.Operations) > 0 {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// call does one API request and checks its status.
+func call(ctx context.Context, hc *http.Client, method, url, body string, want ...int) ([]byte, error) {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return nil, fmt.Errorf("make request: %w", err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, url, err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("read %s %s: %w", method, url, err)
+	}
+	for _, w := range want {
+		if resp.StatusCode == w {
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("%s %s: status %d: %.300s", method, url, resp.StatusCode, out)
+}
+
+// stopProcess sends SIGTERM, waits up to 20 s, then kills.
+func stopProcess(cmd *exec.Cmd) {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+// clockTicks is Linux's USER_HZ, the unit of /proc/<pid>/stat times.
+const clockTicks = 100
+
+// procCPUMs is a process's user+system CPU time so far, from /proc.
+func procCPUMs(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("read process stat: %w", err)
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	// After the command: state is field 3; utime and stime are fields 14, 15.
+	ut, err1 := strconv.ParseFloat(f[11], 64)
+	st, err2 := strconv.ParseFloat(f[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("parse process stat %q", s)
+	}
+	return (ut + st) * 1000 / clockTicks, nil
+}
+
+// procHWM is a process's peak resident set size (VmHWM) in KiB.
+func procHWM(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("read process status: %w", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			f := strings.Fields(v)
+			if len(f) > 0 {
+				return strconv.ParseInt(f[0], 10, 64)
+			}
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in process status")
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+	"github.com/riverqueue/river/rivermigrate"
+)
+
+// River's tuned fetch settings (defaults: 100 ms cooldown, 1 s poll).
+const (
+	riverFetchCooldown     = 2 * time.Millisecond
+	riverFetchPollInterval = 20 * time.Millisecond
+)
+
+// benchArgs is the River job: one HTTP call to the provider.
+type benchArgs struct{}
+
+// Kind names the job kind.
+func (benchArgs) Kind() string { return "bench" }
+
+// benchWorker sends one request per job.
+type benchWorker struct {
+	river.WorkerDefaults[benchArgs]
+	client *http.Client
+	url    string
+	done   *atomic.Int64
+}
+
+// Work does the job's HTTP call.
+func (w *benchWorker) Work(ctx context.Context, _ *river.Job[benchArgs]) error {
+	if err := sendOne(w.client, w.url); err != nil {
+		return err
+	}
+	w.done.Add(1)
+	return nil
+}
+
+// runRiver measures River on SQLite: jobs inserted with InsertMany in batches
+// of 1,000 while the client runs, until all N are completed in the database.
+func runRiver(a childArgs) (result, error) {
+	var r result
+	db, err := sql.Open("sqlite", sqliteDSN(filepath.Join(a.Dir, "river.db")))
+	if err != nil {
+		return r, fmt.Errorf("open db: %w", err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1) // as riversqlite's documentation asks
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	migrator, err := rivermigrate.New(riversqlite.New(db), nil)
+	if err != nil {
+		return r, fmt.Errorf("make migrator: %w", err)
+	}
+	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return r, fmt.Errorf("migrate river: %w", err)
+	}
+	var done atomic.Int64
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &benchWorker{client: newHTTPClient(a.Workers), url: a.Provider, done: &done})
+	client, err := river.NewClient(riversqlite.New(db), &river.Config{
+		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: a.Workers}},
+		Workers:           workers,
+		FetchCooldown:     riverFetchCooldown,
+		FetchPollInterval: riverFetchPollInterval,
+		Logger:            slog.New(slog.NewTextHandler(io.Discard, nil)),
+		JobTimeout:        30 * time.Second,
+	})
+	if err != nil {
+		return r, fmt.Errorf("make river client: %w", err)
+	}
+	m := startMeter()
+	if err := client.Start(ctx); err != nil {
+		return r, fmt.Errorf("start river: %w", err)
+	}
+	for i := 0; i < a.N; i += 1000 {
+		end := min(i+1000, a.N)
+		params := make([]river.InsertManyParams, end-i)
+		for j := range params {
+			params[j] = river.InsertManyParams{Args: benchArgs{}}
+		}
+		if _, err := client.InsertMany(ctx, params); err != nil {
+			return r, fmt.Errorf("insert river jobs: %w", err)
+		}
+	}
+	for {
+		if ctx.Err() != nil {
+			return r, fmt.Errorf("wait for river (%d of %d worked): %w", done.Load(), a.N, ctx.Err())
+		}
+		time.Sleep(10 * time.Millisecond)
+		if done.Load() < int64(a.N) {
+			continue
+		}
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM river_job WHERE state = 'completed'`).Scan(&n); err != nil {
+			return r, fmt.Errorf("count completed: %w", err)
+		}
+		if n >= a.N {
+			break
+		}
+	}
+	m.stop(&r, a.N)
+	r.Note = fmt.Sprintf("fetchCooldown=%s fetchPoll=%s", riverFetchCooldown, riverFetchPollInterval)
+	stopCtx, stopCancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer stopCancel()
+	_ = client.Stop(stopCtx)
+	return r, nil
+}

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+)
+
+// printTable writes the results and the pacer/River and pacer/ceiling
+// ratios as a Markdown table.
+func printTable(w io.Writer, rs []result, n, workers int) {
+	fmt.Fprintf(w, "\nN=%d operations per system, %d HTTP workers, GOMAXPROCS=%d\n\n", n, workers, runtime.GOMAXPROCS(0))
+	fmt.Fprintln(w, "| system | ops/s | CPU-ms / 1k ops | peak RSS MiB | wall s | note |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | --- |")
+	byName := map[string]result{}
+	for _, r := range rs {
+		if r.Err != "" {
+			fmt.Fprintf(w, "| %s | error | | | | %s |\n", r.Name, r.Err)
+			continue
+		}
+		byName[r.Name] = r
+		fmt.Fprintf(w, "| %s | %.0f | %.1f | %.1f | %.2f | %s |\n", r.Name, r.opsPerSec(), r.cpuPer1k(), float64(r.RSSKiB)/1024, r.Seconds, r.Note)
+	}
+	p, ok := byName["pacer"]
+	if !ok {
+		return
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| ratio | ops/s | CPU-ms / 1k ops | peak RSS |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | ---: |")
+	for _, other := range []string{"river", "ceiling"} {
+		o, ok := byName[other]
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(w, "| pacer/%s | %.2f× | %.2f× | %.2f× |\n", other,
+			ratio(p.opsPerSec(), o.opsPerSec()), ratio(p.cpuPer1k(), o.cpuPer1k()), ratio(float64(p.RSSKiB), float64(o.RSSKiB)))
+	}
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
