@@ -124,9 +124,19 @@ func freeAddr(t *testing.T) string {
 
 func startPacer(t *testing.T, dbPath, addr string, extra ...string) *pacerProc {
 	t.Helper()
-	logs := &bytes.Buffer{}
 	args := append([]string{"serve", "--db", dbPath, "--listen", addr, "--request-timeout", "20s", "--lease", "30s", "--log-level", "debug"}, extra...)
+	return launchServe(t, addr, args...)
+}
+
+// launchServe runs the pacer binary with args (a serve command listening
+// on addr), without the caller's PACER_ variables, and waits until it is
+// healthy. The process is killed when the test ends; its logs are shown
+// if the test failed.
+func launchServe(t *testing.T, addr string, args ...string) *pacerProc {
+	t.Helper()
+	logs := &bytes.Buffer{}
 	cmd := exec.Command(pacerBinary, args...)
+	cmd.Env = envWithoutPacer()
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -141,17 +151,15 @@ func startPacer(t *testing.T, dbPath, addr string, extra ...string) *pacerProc {
 			t.Logf("pacer logs:\n%s", logs.String())
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if resp, err := http.Get(p.base + "/healthz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
 				return p
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("pacer did not become healthy:\n%s", logs.String())
+	t.Fatalf("pacer %v did not become healthy:\n%s", args, logs.String())
 	return nil
 }
 

@@ -33,33 +33,7 @@ func envWithoutPacer() []string {
 // to be healthy.
 func startDemoServe(t *testing.T, addr string, args ...string) *pacerProc {
 	t.Helper()
-	logs := &bytes.Buffer{}
-	cmd := exec.Command(pacerBinary, append([]string{"serve", "--demo", "--listen", addr}, args...)...)
-	cmd.Env = envWithoutPacer()
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &pacerProc{cmd: cmd, base: "http://" + addr, logs: logs}
-	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
-			_ = p.cmd.Process.Kill()
-			_ = p.cmd.Wait()
-		}
-		if t.Failed() {
-			t.Logf("pacer logs:\n%s", logs.String())
-		}
-	})
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if resp, err := http.Get(p.base + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return p
-			}
-		}
-	}
-	t.Fatalf("pacer --demo did not become healthy:\n%s", logs.String())
-	return nil
+	return launchServe(t, addr, append([]string{"serve", "--demo", "--listen", addr}, args...)...)
 }
 
 // TestServeDemo runs `pacer serve --demo` without --db: a throwaway
