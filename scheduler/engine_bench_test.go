@@ -66,11 +66,6 @@ func BenchmarkEndToEnd(b *testing.B) {
 	done := make(chan error, 1)
 	go func() { done <- eng.Run(runCtx) }()
 	for {
-		page, err := svc.ListOperations(ctx, scheduler.OperationFilter{State: scheduler.StateSucceeded, Limit: 1})
-		if err != nil {
-			b.Fatal(err)
-		}
-		_ = page
 		n, err := countState(ctx, svc, scheduler.StateScheduled)
 		if err != nil {
 			b.Fatal(err)
