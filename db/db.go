@@ -81,10 +81,7 @@ func connect(path string, role connRole) (*sql.DB, error) {
 	// The path goes through URL escaping so '?', '#' and '%' in a file name
 	// cannot be read as URI syntax.
 	u := url.URL{Scheme: "file", Opaque: (&url.URL{Path: path}).EscapedPath(), RawQuery: q.Encode()}
-	pool, err := sql.Open("sqlite", u.String())
-	if err != nil {
-		return nil, err
-	}
+	pool := sql.OpenDB(cachingConnector{dsn: u.String(), driver: &sqlite.Driver{}})
 	switch role {
 	case roleWriter, roleBackup:
 		pool.SetMaxOpenConns(1)
