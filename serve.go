@@ -36,6 +36,7 @@ func serveCommand() *cli.Command {
 			&cli.DurationFlag{Name: "lease", Value: scheduler.DefaultLeaseDuration, EnvVars: []string{"PACER_LEASE"}, Usage: "lease of a claimed operation; at least request-timeout + 5s"},
 			&cli.DurationFlag{Name: "shutdown-grace", Value: scheduler.DefaultShutdownGrace, EnvVars: []string{"PACER_SHUTDOWN_GRACE"}, Usage: "time in-flight requests may finish at shutdown"},
 			&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: []string{"PACER_LOG_LEVEL"}, Usage: "debug, info, warn or error"},
+			&cli.StringFlag{Name: "debug-listen", EnvVars: []string{"PACER_DEBUG_LISTEN"}, Usage: "loopback address for Go's profiling endpoints (/debug/pprof/); empty serves none"},
 			&cli.DurationFlag{Name: "retention", Value: scheduler.DefaultRetention, EnvVars: []string{"PACER_RETENTION"}, Usage: "age after which succeeded and canceled operations and old changes are removed; 0 keeps everything"},
 		}, demoFlags()...),
 		Action: runServe,
@@ -128,6 +129,13 @@ func runServe(c *cli.Context) error {
 		if pruner, err = scheduler.NewPruner(store, clk, scheduler.PrunerConfig{Retention: retention, Logger: logger}); err != nil {
 			return cli.Exit(err.Error(), 2)
 		}
+	}
+	if addr := c.String("debug-listen"); addr != "" {
+		stopDebug, err := startDebugServer(addr, logger)
+		if err != nil {
+			return cli.Exit(err.Error(), 2)
+		}
+		defer stopDebug()
 	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {

@@ -3,7 +3,7 @@ package db
 import (
 	"context"
 	"database/sql"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -108,14 +108,9 @@ func (db *DB) claimDue(ctx context.Context, tx *sql.Tx, p scheduler.ClaimParams)
 		}
 	}
 
-	leaseExpires := millis(p.Now.Add(p.LeaseFor))
-	ops := make([]opRow, 0, len(picked))
-	for _, rowID := range picked {
-		r, err := claimOperation(ctx, tx, rowID, now, leaseExpires)
-		if err != nil {
-			return nil, err
-		}
-		ops = append(ops, r)
+	ops, err := claimOperations(ctx, tx, picked, now, millis(p.Now.Add(p.LeaseFor)))
+	if err != nil {
+		return nil, err
 	}
 	taken := map[int64]int64{}
 	for _, r := range ops {
@@ -236,30 +231,68 @@ func findDueOperations(ctx context.Context, tx *sql.Tx, scopeID, now int64, n in
 	return ids, rows.Err()
 }
 
-// claimOperation leases one due operation and writes its attempt intent.
-func claimOperation(ctx context.Context, tx *sql.Tx, rowID, now, leaseExpires int64) (opRow, error) {
-	var attempt int
-	var token int64
-	err := tx.QueryRowContext(ctx, `
-		UPDATE operations SET state = 'running', lease_token = lease_token + 1, lease_expires_at = ?,
+// claimOperations leases the due operations with the given row IDs and
+// writes their attempt intents: one UPDATE … RETURNING and one INSERT for
+// the whole batch (the unary + keeps SQLite from scanning the state index
+// instead of looking the rows up by ID). The operations are returned in the order of rowIDs,
+// without their scope's name and provider (withScopes fills them in).
+func claimOperations(ctx context.Context, tx *sql.Tx, rowIDs []int64, now, leaseExpires int64) ([]opRow, error) {
+	if len(rowIDs) == 0 {
+		return nil, nil
+	}
+	ids, err := json.Marshal(rowIDs)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := tx.QueryContext(ctx, `
+		UPDATE operations SET state = 'running', lease_token = lease_token + 1, lease_expires_at = ?1,
 			attempt = attempt + 1, budget_attempts = budget_attempts + 1,
-			first_sent_at = COALESCE(first_sent_at, ?), updated_at = ?
-		WHERE id = ? AND state IN ('scheduled', 'waitingForBudget')
-		RETURNING attempt, lease_token`,
-		leaseExpires, now, now, rowID).Scan(&attempt, &token)
-	if errors.Is(err, sql.ErrNoRows) {
-		return opRow{}, fmt.Errorf("operation row %d is no longer due", rowID) // cannot happen: one writer
-	} else if err != nil {
-		return opRow{}, err
+			first_sent_at = COALESCE(first_sent_at, ?2), updated_at = ?2
+		WHERE id IN (SELECT value FROM json_each(?3)) AND +state IN ('scheduled', 'waitingForBudget')
+		RETURNING `+claimedColumns,
+		leaseExpires, now, string(ids))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	byID := make(map[int64]opRow, len(rowIDs))
+	for rows.Next() {
+		r, err := scanOperation(rows)
+		if err != nil {
+			return nil, err
+		}
+		byID[r.id] = r
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
+	ops := make([]opRow, len(rowIDs))
+	for i, id := range rowIDs {
+		r, ok := byID[id]
+		if !ok {
+			return nil, fmt.Errorf("operation row %d is no longer due", id) // cannot happen: one writer
+		}
+		ops[i] = r
 	}
 	_, err = tx.ExecContext(ctx, `
-		INSERT INTO attempts (operation_id, number, lease_token, started_at) VALUES (?, ?, ?, ?)`,
-		rowID, attempt, token, now)
+		INSERT INTO attempts (operation_id, number, lease_token, started_at)
+		SELECT id, attempt, lease_token, ?1 FROM operations WHERE id IN (SELECT value FROM json_each(?2))`,
+		now, string(ids))
 	if err != nil {
-		return opRow{}, fmt.Errorf("record attempt %d intent: %w", attempt, err)
+		return nil, fmt.Errorf("record attempt intents: %w", err)
 	}
-	return findOperationByRowID(ctx, tx, rowID)
+	return ops, nil
 }
+
+// claimedColumns is operationColumns as the claim's RETURNING clause can
+// give them: from the operations row alone, with empty placeholders for the
+// scope's name and provider.
+const claimedColumns = `id, scope_id, operation_id, '', '', kind, method, path,
+	headers, body, content_type, request_identity, state, attempt, budget_attempts,
+	next_attempt_at, hold_reason, failure_reason, last_outcome, created_at, updated_at,
+	deadline, max_attempts, max_elapsed_ms, result, lease_token, lease_expires_at,
+	first_sent_at, content_hash`
 
 // withScopes pairs operations with their scopes, reading each scope once.
 func (db *DB) withScopes(ctx context.Context, tx *sql.Tx, ops []opRow) ([]scheduler.Claim, error) {
@@ -275,6 +308,7 @@ func (db *DB) withScopes(ctx context.Context, tx *sql.Tx, ops []opRow) ([]schedu
 			s = sr.Scope
 			scopes[r.scopeID] = s
 		}
+		r.Operation.Scope, r.Operation.Provider = s.Name, s.Provider
 		claims = append(claims, scheduler.Claim{Operation: r.Operation, Scope: s})
 	}
 	return claims, nil

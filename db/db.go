@@ -69,6 +69,10 @@ func connect(path string, role connRole) (*sql.DB, error) {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
+	// Statement journals (kept so one failing statement can be undone
+	// inside a transaction) and temporary b-trees stay in memory instead of
+	// a temporary file opened, written and closed for every such statement.
+	q.Add("_pragma", "temp_store(MEMORY)")
 	switch role {
 	case roleWriter:
 		q.Add("_pragma", "journal_mode(WAL)")

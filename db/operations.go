@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -110,7 +111,7 @@ func (db *DB) Enqueue(ctx context.Context, ops []scheduler.NewOperation, now tim
 		return nil, fmt.Errorf("enqueue: %w", err)
 	}
 	defer tx.Rollback()
-	scopes := map[string]int64{} // scope name → row ID; 0 for unknown
+	scopes := map[string]scopeRef{} // by scope name
 	results := make([]scheduler.EnqueueResult, len(ops))
 	for i, op := range ops {
 		if results[i], err = enqueueOne(ctx, tx, op, now, scopes); err != nil {
@@ -124,27 +125,18 @@ func (db *DB) Enqueue(ctx context.Context, ops []scheduler.NewOperation, now tim
 }
 
 // enqueueOne stores one operation; a rejection is its result's Err, not the
-// returned error.
-func enqueueOne(ctx context.Context, tx *sql.Tx, op scheduler.NewOperation, now time.Time, scopes map[string]int64) (scheduler.EnqueueResult, error) {
-	existing, err := findOperation(ctx, tx, op.ID)
-	switch {
-	case err == nil && existing.ContentHash == op.ContentHash:
-		return scheduler.EnqueueResult{Operation: existing.Operation}, nil
-	case err == nil:
-		return scheduler.EnqueueResult{Err: fmt.Errorf("%w: operation %s exists with other content", scheduler.ErrConflict, op.ID)}, nil
-	case !errors.Is(err, scheduler.ErrNotFound):
-		return scheduler.EnqueueResult{}, err
-	}
-
-	scopeID, ok := scopes[op.Scope]
+// returned error. A new operation costs one INSERT: the stored operation is
+// built from what was written, not read back.
+func enqueueOne(ctx context.Context, tx *sql.Tx, op scheduler.NewOperation, now time.Time, scopes map[string]scopeRef) (scheduler.EnqueueResult, error) {
+	scope, ok := scopes[op.Scope]
 	if !ok {
-		err := tx.QueryRowContext(ctx, `SELECT id FROM scopes WHERE name = ?`, op.Scope).Scan(&scopeID)
+		err := tx.QueryRowContext(ctx, `SELECT id, provider FROM scopes WHERE name = ?`, op.Scope).Scan(&scope.id, &scope.provider)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return scheduler.EnqueueResult{}, err
 		}
-		scopes[op.Scope] = scopeID
+		scopes[op.Scope] = scope
 	}
-	if scopeID == 0 {
+	if scope.id == 0 {
 		return scheduler.EnqueueResult{Err: fmt.Errorf("%w: %s", scheduler.ErrUnknownScope, op.Scope)}, nil
 	}
 
@@ -165,31 +157,52 @@ func enqueueOne(ctx context.Context, tx *sql.Tx, op scheduler.NewOperation, now 
 		notBefore = now
 	}
 	deadline := notBefore.Add(op.Retry.MaxElapsed)
-	res, err := tx.ExecContext(ctx, `
+	var rowID int64
+	err := tx.QueryRowContext(ctx, `
 		INSERT INTO operations (operation_id, scope_id, kind, method, path, headers, body, content_type,
 			request_identity, state, next_attempt_at, created_at, updated_at, deadline,
 			max_attempts, max_elapsed_ms, content_hash)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'scheduled', ?, ?, ?, ?, ?, ?, ?)`,
-		op.ID, scopeID, string(op.Kind), op.Request.Method, op.Request.Path, headers, body, op.Request.ContentType,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'scheduled', ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (operation_id) DO NOTHING
+		RETURNING id`,
+		op.ID, scope.id, string(op.Kind), op.Request.Method, op.Request.Path, headers, body, op.Request.ContentType,
 		op.RequestIdentity, millis(notBefore), millis(now), millis(now), millis(deadline),
-		op.Retry.MaxAttempts, op.Retry.MaxElapsed.Milliseconds(), op.ContentHash)
+		op.Retry.MaxAttempts, op.Retry.MaxElapsed.Milliseconds(), op.ContentHash).Scan(&rowID)
 	switch {
-	case isUniqueViolation(err):
-		return scheduler.EnqueueResult{Err: fmt.Errorf("%w: operation %s exists", scheduler.ErrConflict, op.ID)}, nil
+	case errors.Is(err, sql.ErrNoRows): // the operation ID exists
+		existing, err := findOperation(ctx, tx, op.ID)
+		if err != nil {
+			return scheduler.EnqueueResult{}, err
+		}
+		if existing.ContentHash != op.ContentHash {
+			return scheduler.EnqueueResult{Err: fmt.Errorf("%w: operation %s exists with other content", scheduler.ErrConflict, op.ID)}, nil
+		}
+		return scheduler.EnqueueResult{Operation: existing.Operation}, nil
 	case isForeignKeyViolation(err):
 		return scheduler.EnqueueResult{Err: fmt.Errorf("%w: %s", scheduler.ErrUnknownScope, op.Scope)}, nil
 	case err != nil:
 		return scheduler.EnqueueResult{}, err
 	}
-	rowID, err := res.LastInsertId()
-	if err != nil {
-		return scheduler.EnqueueResult{}, err
+	stored := func(t time.Time) time.Time { return fromMillis(millis(t)) }
+	created := scheduler.Operation{
+		ID: op.ID, Scope: op.Scope, Provider: scope.provider, Kind: op.Kind,
+		Request:         scheduler.Request{Method: op.Request.Method, Path: op.Request.Path, Body: body, ContentType: op.Request.ContentType},
+		RequestIdentity: op.RequestIdentity, State: scheduler.StateScheduled,
+		NextAttemptAt: stored(notBefore), CreatedAt: stored(now), UpdatedAt: stored(now), Deadline: stored(deadline),
+		Retry:       scheduler.Retry{MaxAttempts: op.Retry.MaxAttempts, MaxElapsed: op.Retry.MaxElapsed.Truncate(time.Millisecond)},
+		ContentHash: op.ContentHash,
 	}
-	created, err := findOperationByRowID(ctx, tx, rowID)
-	if err != nil {
-		return scheduler.EnqueueResult{}, err
+	if headers.Valid {
+		created.Request.Headers = maps.Clone(op.Request.Headers)
 	}
-	return scheduler.EnqueueResult{Operation: created.Operation, Created: true}, nil
+	return scheduler.EnqueueResult{Operation: created, Created: true}, nil
+}
+
+// scopeRef is what an enqueue needs of a scope: its row ID (0 when no scope
+// has the name) and provider.
+type scopeRef struct {
+	id       int64
+	provider string
 }
 
 // GetOperation returns the operation or ErrNotFound.

@@ -154,3 +154,32 @@ func TestListOperations(t *testing.T) {
 		}
 	})
 }
+
+// The operation Enqueue returns is built from what it wrote, not read
+// back: it must equal what a read returns, to the millisecond stored, for
+// every shape of request (headers or none, body or none, sub-millisecond
+// times and retry bounds, a notBefore or none).
+func TestEnqueueReturnsWhatIsStored(t *testing.T) {
+	ctx := context.Background()
+	d, _ := newTestDB(t)
+	putScope(t, d, "a", scopeOpts{})
+	now := t0.Add(1234567 * time.Nanosecond)
+	full := newOp("full", "a", now.Add(1500*time.Microsecond))
+	full.Retry.MaxElapsed = time.Hour + 999*time.Microsecond
+	bare := newOp("bare", "a", time.Time{})
+	bare.Request = scheduler.Request{Method: "GET", Path: "/x", Headers: map[string]string{}, Body: []byte{}}
+	bare.Kind = scheduler.KindRead
+	res, err := d.Enqueue(ctx, []scheduler.NewOperation{full, bare}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Err != nil || !r.Created {
+			t.Fatalf("enqueue: %+v", r)
+		}
+		read := getOp(t, d, r.Operation.ID)
+		if !reflect.DeepEqual(r.Operation, read) {
+			t.Fatalf("enqueue returned\n%+v\nread back\n%+v", r.Operation, read)
+		}
+	}
+}

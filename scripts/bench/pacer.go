@@ -61,8 +61,17 @@ func runPacerErr(ctx context.Context, n, workers int, provider, tmp, repo string
 		return r, fmt.Errorf("create log: %w", err)
 	}
 	defer logf.Close()
-	cmd := exec.Command(bin, "serve", "--db", filepath.Join(dir, "pacer.db"), "--listen", addr,
-		"--workers", strconv.Itoa(workers), "--log-level", "warn", "--retention", "0")
+	args := []string{"serve", "--db", filepath.Join(dir, "pacer.db"), "--listen", addr,
+		"--workers", strconv.Itoa(workers), "--log-level", "warn", "--retention", "0"}
+	profileTo := os.Getenv("PACERBENCH_CPUPROFILE")
+	var debugAddr string
+	if profileTo != "" {
+		if debugAddr, err = freeLoopbackAddr(); err != nil {
+			return r, err
+		}
+		args = append(args, "--debug-listen", debugAddr)
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return r, fmt.Errorf("start pacer: %w", err)
@@ -86,6 +95,12 @@ func runPacerErr(ctx context.Context, n, workers int, provider, tmp, repo string
 		return r, err
 	}
 	selfCPU0, _ := selfUsage()
+	profiled := make(chan error, 1)
+	if profileTo != "" {
+		go func() { profiled <- fetchProfile(ctx, debugAddr, profileTo+".pacer") }()
+	} else {
+		profiled <- nil
+	}
 	start := time.Now()
 	var buf bytes.Buffer
 	for i := 0; i < n; i += 1000 {
@@ -141,6 +156,12 @@ func runPacerErr(ctx context.Context, n, workers int, provider, tmp, repo string
 	r.RSSKiB, _ = procHWM(pid)
 	r.Ops = n
 	r.Note = fmt.Sprintf("enqueue %.2fs; bench client CPU %.0f ms", enqSecs, selfCPU1-selfCPU0)
+	if claims, err := claimCount(ctx, hc, base); err == nil && claims > 0 {
+		r.Note += fmt.Sprintf("; %.0f claims (%.1f ops each)", claims, float64(n)/claims)
+	}
+	if err := <-profiled; err != nil {
+		return r, err
+	}
 	if empty, err := statesEmpty(ctx, hc, base, []string{"failed", "canceled"}); err != nil || !empty {
 		return r, fmt.Errorf("check pacer: some operations failed or were canceled (err %v)", err)
 	}
@@ -268,4 +289,48 @@ func procHWM(pid int) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no VmHWM in process status")
+}
+
+// fetchProfile records a CPU profile of the pacer process through its
+// --debug-listen endpoint for PACERBENCH_PROFILE_SECONDS (default 10) and
+// writes it to path.
+func fetchProfile(ctx context.Context, debugAddr, path string) error {
+	secs := 10
+	if v, err := strconv.Atoi(os.Getenv("PACERBENCH_PROFILE_SECONDS")); err == nil && v > 0 {
+		secs = v
+	}
+	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", debugAddr, secs)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return fmt.Errorf("profile pacer: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("profile pacer: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("profile pacer: status %d: %v", resp.StatusCode, err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return fmt.Errorf("profile pacer: %w", err)
+	}
+	fmt.Fprintf(os.Stderr, "pacer CPU profile (%d s) written to %s\n", secs, path)
+	return nil
+}
+
+// claimCount reads how many claim transactions pacer ran from its /metrics
+// (the count of pacer_claim_duration_seconds).
+func claimCount(ctx context.Context, hc *http.Client, base string) (float64, error) {
+	out, err := call(ctx, hc, http.MethodGet, base+"/metrics", "", http.StatusOK)
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(line, "pacer_claim_duration_seconds_count "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	return 0, fmt.Errorf("no pacer_claim_duration_seconds_count in /metrics")
 }
