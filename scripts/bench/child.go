@@ -20,14 +20,23 @@ func runInChild(sys string, n, workers int, provider, tmp string, timeout time.D
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return result{Err: fmt.Sprintf("make dir: %v", err)}
 	}
-	args, _ := json.Marshal(childArgs{N: n, Workers: workers, Provider: provider, Dir: dir})
+	return runSelf(sys, childArgs{N: n, Workers: workers, Provider: provider, Dir: dir}, timeout)
+}
+
+// runSelf re-executes this binary as the subcommand sys with args as its
+// JSON argument, bounded by timeout, and returns the result it prints last.
+func runSelf(sys string, args any, timeout time.Duration) result {
+	argv, err := json.Marshal(args)
+	if err != nil {
+		return result{Err: fmt.Sprintf("encode %s child args: %v", sys, err)}
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return result{Err: fmt.Sprintf("find own executable: %v", err)}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, self, sys, string(args))
+	cmd := exec.CommandContext(ctx, self, sys, string(argv))
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = os.Stderr

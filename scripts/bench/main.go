@@ -12,10 +12,18 @@
 // A fourth row, loopback, measures the same HTTP calls with no database: the
 // machine's own limit for the ceiling.
 //
-// Usage: cd scripts/bench && go run . [-n 20000] [-only loopback,ceiling,river,pacer]
+// Two lateness rows, pacer-lateness and river-lateness, offer a steady
+// -lateness-rate operations per second for -lateness-seconds: all are
+// enqueued up front (pacer: batch API with notBefore; River: InsertMany with
+// ScheduledAt), each due at its own whole millisecond, and each request
+// carries its due time in X-Bench-Due. The provider measures lateness
+// (arrival − due) and early sends; a second table shows p50/p99/max.
+//
+// Usage: cd scripts/bench && go run . [-n 20000] [-only loopback,ceiling,river,pacer,pacer-lateness,river-lateness] [-lateness-rate 500] [-lateness-seconds 10]
 //
 // The binary re-executes itself for the provider ("provider") and for the
-// loopback, ceiling and River runs ("loopback", "ceiling", "river"), so every system's CPU time and
+// loopback, ceiling and River runs ("loopback", "ceiling", "river",
+// "river-lateness"), so every system's CPU time and
 // peak RSS are its own process's.
 package main
 
@@ -65,22 +73,28 @@ func main() {
 		case "loopback", "ceiling", "river":
 			runChild(os.Args[1], os.Args[2:])
 			return
+		case "river-lateness":
+			runRiverLatenessChild(os.Args[2:])
+			return
 		}
 	}
 	n := flag.Int("n", 20000, "operations per system")
-	only := flag.String("only", "loopback,ceiling,river,pacer", "comma-separated systems to run (loopback: HTTP calls alone, a reference)")
+	only := flag.String("only", "loopback,ceiling,river,pacer,pacer-lateness,river-lateness", "comma-separated systems to run (loopback: HTTP calls alone, a reference; *-lateness: send time versus due time)")
 	workers := flag.Int("workers", 50, "HTTP workers for every system (pacer --workers)")
 	timeout := flag.Duration("timeout", 5*time.Minute, "bound on each system's run")
 	repo := flag.String("repo", "../..", "pacer repository root (for go build)")
+	var lc latenessConfig
+	flag.Float64Var(&lc.Rate, "lateness-rate", 500, "operations per second offered in the lateness runs (due times spread evenly)")
+	flag.Float64Var(&lc.Seconds, "lateness-seconds", 10, "seconds of due times in the lateness runs")
 	flag.Parse()
-	if err := run(*n, *only, *workers, *timeout, *repo); err != nil {
+	if err := run(*n, *only, *workers, *timeout, *repo, lc); err != nil {
 		fmt.Fprintln(os.Stderr, "pacerbench:", err)
 		os.Exit(1)
 	}
 }
 
 // run starts the provider, measures each selected system and prints the table.
-func run(n int, only string, workers int, timeout time.Duration, repo string) error {
+func run(n int, only string, workers int, timeout time.Duration, repo string, lc latenessConfig) error {
 	if n <= 0 {
 		return fmt.Errorf("check flags: -n must be positive")
 	}
@@ -97,6 +111,8 @@ func run(n int, only string, workers int, timeout time.Duration, repo string) er
 	fmt.Fprintf(os.Stderr, "provider at %s (pid %d), n=%d, workers=%d\n", prov.url, prov.cmd.Process.Pid, n, workers)
 
 	var results []result
+	var lateness []latenessRow
+	var scale []scaleResult
 	for _, sys := range strings.Split(only, ",") {
 		sys = strings.TrimSpace(sys)
 		var r result
@@ -107,6 +123,25 @@ func run(n int, only string, workers int, timeout time.Duration, repo string) er
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			r = runPacer(ctx, n, workers, prov.url, tmp, repo)
 			cancel()
+		case "scale":
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			rs, err := runScale(ctx, min(n, 20000), workers, prov.url, tmp, repo)
+			cancel()
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "scale: error: %v\n", err)
+				continue
+			}
+			scale = rs
+			continue
+		case "pacer-lateness", "river-lateness":
+			lr := runLateness(sys, lc, workers, prov.url, tmp, repo, timeout)
+			if lr.Err != "" {
+				fmt.Fprintf(os.Stderr, "%s: error: %s\n", sys, lr.Err)
+			} else {
+				fmt.Fprintf(os.Stderr, "%s: %d ops, lateness p50 %.1f ms, p99 %.1f ms\n", sys, lr.Stats.Count, lr.Stats.P50, lr.Stats.P99)
+			}
+			lateness = append(lateness, lr)
+			continue
 		case "":
 			continue
 		default:
@@ -121,6 +156,10 @@ func run(n int, only string, workers int, timeout time.Duration, repo string) er
 		results = append(results, r)
 	}
 	printTable(os.Stdout, results, n, workers)
+	printLatenessTable(os.Stdout, lateness)
+	if scale != nil {
+		printScale(os.Stdout, scale)
+	}
 	return nil
 }
 

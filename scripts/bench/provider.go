@@ -18,7 +18,9 @@ const providerLifetime = 30 * time.Minute
 
 // runProvider is the "provider" subcommand: an HTTP server on 127.0.0.1
 // answering 200 {"ok":true} at once. It prints its URL on stdout and exits
-// when stdin closes or after providerLifetime.
+// when stdin closes or after providerLifetime. It records the lateness of
+// requests carrying dueHeader, served at GET /lateness and cleared by
+// POST /lateness/reset.
 func runProvider() {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -26,7 +28,13 @@ func runProvider() {
 		os.Exit(1)
 	}
 	body := []byte(`{"ok":true}`)
+	var late latenessRecorder
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrival := time.Now()
+		if late.serve(w, r) {
+			return
+		}
+		late.observe(arrival, r.Header.Get(dueHeader))
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Content-Length", "11")

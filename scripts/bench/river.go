@@ -49,35 +49,16 @@ func (w *benchWorker) Work(ctx context.Context, _ *river.Job[benchArgs]) error {
 // of 1,000 while the client runs, until all N are completed in the database.
 func runRiver(a childArgs) (result, error) {
 	var r result
-	db, err := sql.Open("sqlite", sqliteDSN(filepath.Join(a.Dir, "river.db")))
-	if err != nil {
-		return r, fmt.Errorf("open db: %w", err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1) // as riversqlite's documentation asks
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	migrator, err := rivermigrate.New(riversqlite.New(db), nil)
-	if err != nil {
-		return r, fmt.Errorf("make migrator: %w", err)
-	}
-	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return r, fmt.Errorf("migrate river: %w", err)
-	}
 	var done atomic.Int64
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &benchWorker{client: newHTTPClient(a.Workers), url: a.Provider, done: &done})
-	client, err := river.NewClient(riversqlite.New(db), &river.Config{
-		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: a.Workers}},
-		Workers:           workers,
-		FetchCooldown:     riverFetchCooldown,
-		FetchPollInterval: riverFetchPollInterval,
-		Logger:            slog.New(slog.NewTextHandler(io.Discard, nil)),
-		JobTimeout:        30 * time.Second,
-	})
+	db, client, err := newRiverClient(ctx, filepath.Join(a.Dir, "river.db"), workers, a.Workers)
 	if err != nil {
-		return r, fmt.Errorf("make river client: %w", err)
+		return r, err
 	}
+	defer db.Close()
 	m := startMeter()
 	if err := client.Start(ctx); err != nil {
 		return r, fmt.Errorf("start river: %w", err)
@@ -114,4 +95,38 @@ func runRiver(a childArgs) (result, error) {
 	defer stopCancel()
 	_ = client.Stop(stopCtx)
 	return r, nil
+}
+
+// newRiverClient opens a River database at path (one connection, as
+// riversqlite's documentation asks), migrates it and makes a client with
+// maxWorkers workers on the default queue and the tuned fetch settings. The
+// caller closes db.
+func newRiverClient(ctx context.Context, path string, workers *river.Workers, maxWorkers int) (*sql.DB, *river.Client[*sql.Tx], error) {
+	db, err := sql.Open("sqlite", sqliteDSN(path))
+	if err != nil {
+		return nil, nil, fmt.Errorf("open db: %w", err)
+	}
+	db.SetMaxOpenConns(1)
+	migrator, err := rivermigrate.New(riversqlite.New(db), nil)
+	if err != nil {
+		_ = db.Close()
+		return nil, nil, fmt.Errorf("make migrator: %w", err)
+	}
+	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		_ = db.Close()
+		return nil, nil, fmt.Errorf("migrate river: %w", err)
+	}
+	client, err := river.NewClient(riversqlite.New(db), &river.Config{
+		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: maxWorkers}},
+		Workers:           workers,
+		FetchCooldown:     riverFetchCooldown,
+		FetchPollInterval: riverFetchPollInterval,
+		Logger:            slog.New(slog.NewTextHandler(io.Discard, nil)),
+		JobTimeout:        30 * time.Second,
+	})
+	if err != nil {
+		_ = db.Close()
+		return nil, nil, fmt.Errorf("make river client: %w", err)
+	}
+	return db, client, nil
 }

@@ -7,8 +7,11 @@ import (
 )
 
 // printTable writes the results and the pacer/River and pacer/ceiling
-// ratios as a Markdown table.
+// ratios as a Markdown table (nothing when no throughput row ran).
 func printTable(w io.Writer, rs []result, n, workers int) {
+	if len(rs) == 0 {
+		return
+	}
 	fmt.Fprintf(w, "\nN=%d operations per system, %d HTTP workers, GOMAXPROCS=%d\n\n", n, workers, runtime.GOMAXPROCS(0))
 	fmt.Fprintln(w, "| system | ops/s | CPU-ms / 1k ops | peak RSS MiB | wall s | note |")
 	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | --- |")

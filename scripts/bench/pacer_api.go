@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// createBenchScopes creates pacerScopes generic scopes "bench-0"… pointing
+// at provider, as the throughput run does.
+func createBenchScopes(ctx context.Context, hc *http.Client, base, provider string) error {
+	for i := range pacerScopes {
+		body := fmt.Sprintf(`{"provider":"generic","baseURL":%q,"maxConcurrent":64}`, provider)
+		if _, err := call(ctx, hc, http.MethodPut, fmt.Sprintf("%s/v1/scopes/bench-%d", base, i), body, http.StatusOK, http.StatusCreated); err != nil {
+			return fmt.Errorf("create scope: %w", err)
+		}
+	}
+	return nil
+}
+
+// enqueueBatch posts one {"operations":[…]} body to the batch API and checks
+// that every item was created.
+func enqueueBatch(ctx context.Context, hc *http.Client, base, body string) error {
+	out, err := call(ctx, hc, http.MethodPost, base+"/v1/operations/batch", body, http.StatusOK, http.StatusCreated, http.StatusMultiStatus)
+	if err != nil {
+		return fmt.Errorf("enqueue batch: %w", err)
+	}
+	var br struct {
+		Results []struct {
+			Status int `json:"status"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(out, &br); err != nil {
+		return fmt.Errorf("decode batch response: %w", err)
+	}
+	for _, x := range br.Results {
+		if x.Status != http.StatusCreated {
+			return fmt.Errorf("enqueue batch: item status %d", x.Status)
+		}
+	}
+	return nil
+}
+
+// waitPacerDone polls until no operation is pending (as the throughput run
+// checks), then checks that none failed or was canceled.
+func waitPacerDone(ctx context.Context, hc *http.Client, base string) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("wait for pacer: %w", err)
+		}
+		empty, err := statesEmpty(ctx, hc, base, pacerPending)
+		if err != nil {
+			return err
+		}
+		if empty {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if empty, err := statesEmpty(ctx, hc, base, []string{"failed", "canceled"}); err != nil || !empty {
+		return fmt.Errorf("check pacer: some operations failed or were canceled (err %v)", err)
+	}
+	return nil
+}
