@@ -158,6 +158,8 @@ func runServe(c *cli.Context) error {
 	go func() { engineDone <- engine.Run(engineCtx) }()
 	httpDone := make(chan error, 1)
 	go func() { httpDone <- srv.Serve(ln) }()
+	checkpointsDone := make(chan struct{})
+	go func() { runCheckpoints(engineCtx, store, clk, CheckpointInterval, logger); close(checkpointsDone) }()
 	pruneDone := make(chan error, 1)
 	if pruner != nil {
 		go func() { pruneDone <- pruner.Run(engineCtx) }()
@@ -174,6 +176,7 @@ func runServe(c *cli.Context) error {
 		stopEngine()
 		<-engineDone
 		<-pruneDone
+		<-checkpointsDone
 		return fmt.Errorf("http server: %w", err)
 	}
 	stopDemo()
@@ -188,6 +191,7 @@ func runServe(c *cli.Context) error {
 		logger.Warn("engine shutdown", "err", err)
 	}
 	<-pruneDone
+	<-checkpointsDone
 	logger.Info("stopped")
 	return nil
 }
