@@ -58,10 +58,10 @@ type DB struct {
 type connRole int
 
 const (
-	roleWriter connRole = iota // the single writer: immediate transactions
-	roleReader                 // the read pool: query_only
-	roleBackup                 // a one-off connection for VACUUM INTO
-	roleCheckpoint             // the connection Checkpoint runs on
+	roleWriter     connRole = iota // the single writer: immediate transactions
+	roleReader                     // the read pool: query_only
+	roleBackup                     // a one-off connection for VACUUM INTO
+	roleCheckpoint                 // the connection Checkpoint runs on
 )
 
 // WALSafetyNetPages is the WAL size, in pages, at which the writer
