@@ -19,7 +19,15 @@
 // carries its due time in X-Bench-Due. The provider measures lateness
 // (arrival − due) and early sends; a second table shows p50/p99/max.
 //
-// Usage: cd scripts/bench && go run . [-n 20000] [-only loopback,ceiling,river,pacer,pacer-lateness,river-lateness] [-lateness-rate 500] [-lateness-seconds 10]
+// A scale run (-only scale; not in the default set: it fills a database of
+// 1,100,000 operations first, ~45 s) starts the pacer binary on an empty
+// database and on one holding 1,000,000 stored operations (succeeded with
+// their attempts, scheduled a month ahead, and 1,000 running with expired
+// leases) plus 100,000 due in a paused scope, and reports start-up time
+// (lease recovery included), enqueue rate, mean claim transaction, peak RSS
+// and bytes per stored operation for the same min(-n, 20000) operations.
+//
+// Usage: cd scripts/bench && go run . [-n 20000] [-only loopback,ceiling,river,pacer,pacer-lateness,river-lateness,scale] [-lateness-rate 500] [-lateness-seconds 10]
 //
 // The binary re-executes itself for the provider ("provider") and for the
 // loopback, ceiling and River runs ("loopback", "ceiling", "river",
@@ -79,7 +87,7 @@ func main() {
 		}
 	}
 	n := flag.Int("n", 20000, "operations per system")
-	only := flag.String("only", "loopback,ceiling,river,pacer,pacer-lateness,river-lateness", "comma-separated systems to run (loopback: HTTP calls alone, a reference; *-lateness: send time versus due time)")
+	only := flag.String("only", "loopback,ceiling,river,pacer,pacer-lateness,river-lateness", "comma-separated systems to run (loopback: HTTP calls alone, a reference; *-lateness: send time versus due time; scale: 1M stored vs empty, not in the default set)")
 	workers := flag.Int("workers", 50, "HTTP workers for every system (pacer --workers)")
 	timeout := flag.Duration("timeout", 5*time.Minute, "bound on each system's run")
 	repo := flag.String("repo", "../..", "pacer repository root (for go build)")
