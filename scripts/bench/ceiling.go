@@ -65,7 +65,7 @@ func runCeiling(a childArgs) (result, error) {
 			defer wwg.Done()
 			for id := range jobs {
 				st := int64(200)
-				if err := sendOne(client, a.Provider); err != nil {
+				if err := sendOne(client, a.Provider, 0); err != nil {
 					sendErrs.Add(1)
 					st = 0
 				}

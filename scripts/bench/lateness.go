@@ -9,8 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -128,9 +126,6 @@ func runPacerLateness(ctx context.Context, lc latenessConfig, workers int, provi
 	var r result
 	n := lc.ops()
 	dir := filepath.Join(tmp, "pacer-lateness")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return r, fmt.Errorf("make dir: %w", err)
-	}
 	bin, err := buildPacer(ctx, repo, dir)
 	if err != nil {
 		return r, err
@@ -146,22 +141,13 @@ func runPacerLateness(ctx context.Context, lc latenessConfig, workers int, provi
 
 	start := time.Now()
 	due0 := start.Add(latenessLead(n)).UnixMilli()
-	var b strings.Builder
-	for i := 0; i < n; i += 1000 {
-		b.Reset()
-		b.WriteString(`{"operations":[`)
-		for j := i; j < min(i+1000, n); j++ {
-			if j > i {
-				b.WriteByte(',')
-			}
-			due := dueMs(due0, j, lc.Rate)
-			fmt.Fprintf(&b, `{"operationId":"late-%d","providerScope":"bench-%d","request":{"method":"POST","path":"/x","headers":{%q:"%d"},"body":{"n":1}},"notBefore":%q}`,
-				j, j%pacerScopes, dueHeader, due, time.UnixMilli(due).UTC().Format(time.RFC3339Nano))
-		}
-		b.WriteString(`]}`)
-		if err := enqueueBatch(ctx, p.hc, p.base, b.String()); err != nil {
-			return r, err
-		}
+	err = enqueueAll(ctx, p.hc, p.base, n, func(j int) string {
+		due := dueMs(due0, j, lc.Rate)
+		return fmt.Sprintf(`{"operationId":"late-%d","providerScope":"bench-%d","request":{"method":"POST","path":"/x","headers":{%q:"%d"},"body":{"n":1}},"notBefore":%q}`,
+			j, j%pacerScopes, dueHeader, due, time.UnixMilli(due).UTC().Format(time.RFC3339Nano))
+	})
+	if err != nil {
+		return r, err
 	}
 	enqueued := time.Now()
 	if slack := time.UnixMilli(due0).Sub(enqueued); slack <= 0 {
@@ -175,27 +161,6 @@ func runPacerLateness(ctx context.Context, lc latenessConfig, workers int, provi
 	r.Note = fmt.Sprintf("notBefore in ms; %d ops enqueued in %.2fs, %.2fs before the first was due", n,
 		enqueued.Sub(start).Seconds(), time.UnixMilli(due0).Sub(enqueued).Seconds())
 	return r, nil
-}
-
-// sendWithDue does the same HTTP call as sendOne with due (Unix ms) in
-// dueHeader.
-func sendWithDue(c *http.Client, url string, due int64) error {
-	req, err := http.NewRequest(http.MethodPost, url+"/x", strings.NewReader(`{"n":1}`))
-	if err != nil {
-		return fmt.Errorf("make request: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(dueHeader, strconv.FormatInt(due, 10))
-	resp, err := c.Do(req)
-	if err != nil {
-		return fmt.Errorf("send request: %w", err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("send request: status %d", resp.StatusCode)
-	}
-	return nil
 }
 
 // printLatenessTable writes the lateness rows and the pacer/River ratios as

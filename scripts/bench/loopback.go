@@ -19,7 +19,7 @@ func runLoopback(a childArgs) (result, error) {
 		go func() {
 			defer wg.Done()
 			for next.Add(1) <= int64(a.N) {
-				if err := sendOne(client, a.Provider); err != nil {
+				if err := sendOne(client, a.Provider, 0); err != nil {
 					errs.Add(1)
 				}
 			}

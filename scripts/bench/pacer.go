@@ -1,13 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,58 +38,29 @@ func runPacer(ctx context.Context, n, workers int, provider, tmp, repo string) r
 func runPacerErr(ctx context.Context, n, workers int, provider, tmp, repo string) (result, error) {
 	var r result
 	dir := filepath.Join(tmp, "pacer")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return r, fmt.Errorf("make dir: %w", err)
-	}
-	repoAbs, err := filepath.Abs(repo)
-	if err != nil {
-		return r, fmt.Errorf("resolve repo: %w", err)
-	}
-	bin := filepath.Join(dir, "pacer")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
-	build.Dir = repoAbs
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return r, fmt.Errorf("build pacer in %s: %w", repoAbs, err)
-	}
-	addr, err := freeLoopbackAddr()
+	bin, err := buildPacer(ctx, repo, dir)
 	if err != nil {
 		return r, err
 	}
-	logf, err := os.Create(filepath.Join(dir, "pacer.log"))
-	if err != nil {
-		return r, fmt.Errorf("create log: %w", err)
-	}
-	defer logf.Close()
-	args := []string{"serve", "--db", filepath.Join(dir, "pacer.db"), "--listen", addr,
-		"--workers", strconv.Itoa(workers), "--log-level", "warn", "--retention", "0"}
 	profileTo := os.Getenv("PACERBENCH_CPUPROFILE")
 	var debugAddr string
+	var extra []string
 	if profileTo != "" {
 		if debugAddr, err = freeLoopbackAddr(); err != nil {
 			return r, err
 		}
-		args = append(args, "--debug-listen", debugAddr)
+		extra = []string{"--debug-listen", debugAddr}
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return r, fmt.Errorf("start pacer: %w", err)
-	}
-	defer stopProcess(cmd)
-	base := "http://" + addr
-	hc := &http.Client{Timeout: 60 * time.Second}
-	if err := waitReady(ctx, hc, base); err != nil {
+	p, err := startPacer(ctx, bin, filepath.Join(dir, "pacer.db"), workers, extra...)
+	if err != nil {
 		return r, err
 	}
-	for i := range pacerScopes {
-		body := fmt.Sprintf(`{"provider":"generic","baseURL":%q,"maxConcurrent":64}`, provider)
-		if _, err := call(ctx, hc, http.MethodPut, fmt.Sprintf("%s/v1/scopes/bench-%d", base, i), body, http.StatusOK, http.StatusCreated); err != nil {
-			return r, fmt.Errorf("create scope: %w", err)
-		}
+	defer p.stop()
+	if err := createBenchScopes(ctx, p.hc, p.base, provider); err != nil {
+		return r, err
 	}
 
-	pid := cmd.Process.Pid
+	pid := p.cmd.Process.Pid
 	cpu0, err := procCPUMs(pid)
 	if err != nil {
 		return r, err
@@ -102,49 +73,15 @@ func runPacerErr(ctx context.Context, n, workers int, provider, tmp, repo string
 		profiled <- nil
 	}
 	start := time.Now()
-	var buf bytes.Buffer
-	for i := 0; i < n; i += 1000 {
-		end := min(i+1000, n)
-		buf.Reset()
-		buf.WriteString(`{"operations":[`)
-		for j := i; j < end; j++ {
-			if j > i {
-				buf.WriteByte(',')
-			}
-			fmt.Fprintf(&buf, `{"operationId":"op-%d","providerScope":"bench-%d","request":{"method":"POST","path":"/x","body":{"n":1}}}`, j, j%pacerScopes)
-		}
-		buf.WriteString(`]}`)
-		out, err := call(ctx, hc, http.MethodPost, base+"/v1/operations/batch", buf.String(), http.StatusOK, http.StatusCreated, http.StatusMultiStatus)
-		if err != nil {
-			return r, fmt.Errorf("enqueue batch: %w", err)
-		}
-		var br struct {
-			Results []struct {
-				Status int `json:"status"`
-			} `json:"results"`
-		}
-		if err := json.Unmarshal(out, &br); err != nil {
-			return r, fmt.Errorf("decode batch response: %w", err)
-		}
-		for _, x := range br.Results {
-			if x.Status != http.StatusCreated {
-				return r, fmt.Errorf("enqueue batch: item status %d", x.Status)
-			}
-		}
+	err = enqueueAll(ctx, p.hc, p.base, n, func(j int) string {
+		return fmt.Sprintf(`{"operationId":"op-%d","providerScope":"bench-%d","request":{"method":"POST","path":"/x","body":{"n":1}}}`, j, j%pacerScopes)
+	})
+	if err != nil {
+		return r, err
 	}
 	enqSecs := time.Since(start).Seconds()
-	for {
-		if err := ctx.Err(); err != nil {
-			return r, fmt.Errorf("wait for pacer: %w", err)
-		}
-		empty, err := statesEmpty(ctx, hc, base, pacerPending)
-		if err != nil {
-			return r, err
-		}
-		if empty {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := waitPacerDone(ctx, p.hc, p.base); err != nil {
+		return r, err
 	}
 	r.Seconds = time.Since(start).Seconds()
 	cpu1, err := procCPUMs(pid)
@@ -156,14 +93,11 @@ func runPacerErr(ctx context.Context, n, workers int, provider, tmp, repo string
 	r.RSSKiB, _ = procHWM(pid)
 	r.Ops = n
 	r.Note = fmt.Sprintf("enqueue %.2fs; bench client CPU %.0f ms", enqSecs, selfCPU1-selfCPU0)
-	if claims, err := claimCount(ctx, hc, base); err == nil && claims > 0 {
+	if claims, err := claimCount(ctx, p.hc, p.base); err == nil && claims > 0 {
 		r.Note += fmt.Sprintf("; %.0f claims (%.1f ops each)", claims, float64(n)/claims)
 	}
 	if err := <-profiled; err != nil {
 		return r, err
-	}
-	if empty, err := statesEmpty(ctx, hc, base, []string{"failed", "canceled"}); err != nil || !empty {
-		return r, fmt.Errorf("check pacer: some operations failed or were canceled (err %v)", err)
 	}
 	return r, nil
 }
@@ -179,22 +113,15 @@ func freeLoopbackAddr() (string, error) {
 	return addr, nil
 }
 
-// waitReady polls GET /v1/scopes until pacer answers 200, for up to 30 s.
-func waitReady(ctx context.Context, hc *http.Client, base string) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if _, err := call(ctx, hc, http.MethodGet, base+"/v1/scopes", "", http.StatusOK); err == nil {
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
+// statesEmpty reports whether no operation is in any of states (of scope,
+// when not empty).
+func statesEmpty(ctx context.Context, hc *http.Client, base, scope string, states []string) (bool, error) {
+	filter := ""
+	if scope != "" {
+		filter = "&providerScope=" + url.QueryEscape(scope)
 	}
-	return fmt.Errorf("wait for pacer at %s: not ready after 30s (see its log)", base)
-}
-
-// statesEmpty reports whether no operation is in any of states.
-func statesEmpty(ctx context.Context, hc *http.Client, base string, states []string) (bool, error) {
 	for _, st := range states {
-		out, err := call(ctx, hc, http.MethodGet, base+"/v1/operations?limit=1&state="+st, "", http.StatusOK)
+		out, err := call(ctx, hc, http.MethodGet, base+"/v1/operations?limit=1&state="+st+filter, "", http.StatusOK)
 		if err != nil {
 			return false, fmt.Errorf("list %s operations: %w", st, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -50,7 +51,7 @@ func waitPacerDone(ctx context.Context, hc *http.Client, base string) error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("wait for pacer: %w", err)
 		}
-		empty, err := statesEmpty(ctx, hc, base, pacerPending)
+		empty, err := statesEmpty(ctx, hc, base, "", pacerPending)
 		if err != nil {
 			return err
 		}
@@ -59,8 +60,29 @@ func waitPacerDone(ctx context.Context, hc *http.Client, base string) error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if empty, err := statesEmpty(ctx, hc, base, []string{"failed", "canceled"}); err != nil || !empty {
+	if empty, err := statesEmpty(ctx, hc, base, "", []string{"failed", "canceled"}); err != nil || !empty {
 		return fmt.Errorf("check pacer: some operations failed or were canceled (err %v)", err)
+	}
+	return nil
+}
+
+// enqueueAll enqueues operations 0…n-1 through the batch API, 1,000 per
+// call; item(j) is operation j's JSON object.
+func enqueueAll(ctx context.Context, hc *http.Client, base string, n int, item func(j int) string) error {
+	var b strings.Builder
+	for i := 0; i < n; i += 1000 {
+		b.Reset()
+		b.WriteString(`{"operations":[`)
+		for j := i; j < min(i+1000, n); j++ {
+			if j > i {
+				b.WriteByte(',')
+			}
+			b.WriteString(item(j))
+		}
+		b.WriteString(`]}`)
+		if err := enqueueBatch(ctx, hc, base, b.String()); err != nil {
+			return err
+		}
 	}
 	return nil
 }

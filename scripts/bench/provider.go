@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -112,9 +113,18 @@ func newHTTPClient(workers int) *http.Client {
 	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
 }
 
-// sendOne does the HTTP call every system makes per operation.
-func sendOne(c *http.Client, url string) error {
-	resp, err := c.Post(url+"/x", "application/json", strings.NewReader(`{"n":1}`))
+// sendOne does the HTTP call every system makes per operation; a due time
+// (Unix ms) other than 0 goes in dueHeader, for the lateness runs.
+func sendOne(c *http.Client, url string, due int64) error {
+	req, err := http.NewRequest(http.MethodPost, url+"/x", strings.NewReader(`{"n":1}`))
+	if err != nil {
+		return fmt.Errorf("make request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if due != 0 {
+		req.Header.Set(dueHeader, strconv.FormatInt(due, 10))
+	}
+	resp, err := c.Do(req)
 	if err != nil {
 		return fmt.Errorf("send request: %w", err)
 	}

@@ -38,7 +38,7 @@ type benchWorker struct {
 
 // Work does the job's HTTP call.
 func (w *benchWorker) Work(ctx context.Context, _ *river.Job[benchArgs]) error {
-	if err := sendOne(w.client, w.url); err != nil {
+	if err := sendOne(w.client, w.url, 0); err != nil {
 		return err
 	}
 	w.done.Add(1)

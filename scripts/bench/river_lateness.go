@@ -44,7 +44,7 @@ type dueWorker struct {
 
 // Work does the job's HTTP call.
 func (w *dueWorker) Work(ctx context.Context, job *river.Job[dueArgs]) error {
-	if err := sendWithDue(w.client, w.url, job.Args.Due); err != nil {
+	if err := sendOne(w.client, w.url, job.Args.Due); err != nil {
 		return err
 	}
 	w.done.Add(1)

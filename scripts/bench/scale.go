@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -46,9 +45,6 @@ type scaleResult struct {
 // open scope), peak RSS and bytes per stored operation.
 func runScale(ctx context.Context, n, workers int, provider, tmp, repo string) ([]scaleResult, error) {
 	dir := filepath.Join(tmp, "scale")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("make dir: %w", err)
-	}
 	bin, err := buildPacer(ctx, repo, dir)
 	if err != nil {
 		return nil, err
@@ -204,20 +200,11 @@ func scaleRun(ctx context.Context, bin, path string, n, workers int) (scaleResul
 		return r, err
 	}
 	enqStart := time.Now()
-	var b strings.Builder
-	for i := 0; i < n; i += 1000 {
-		b.Reset()
-		b.WriteString(`{"operations":[`)
-		for j := i; j < min(i+1000, n); j++ {
-			if j > i {
-				b.WriteByte(',')
-			}
-			fmt.Fprintf(&b, `{"operationId":"new-%d","providerScope":"open","request":{"method":"POST","path":"/x","body":{"n":1}}}`, j)
-		}
-		b.WriteString(`]}`)
-		if _, err := call(ctx, p.hc, http.MethodPost, p.base+"/v1/operations/batch", b.String(), http.StatusOK, http.StatusCreated, http.StatusMultiStatus); err != nil {
-			return r, fmt.Errorf("enqueue: %w", err)
-		}
+	err = enqueueAll(ctx, p.hc, p.base, n, func(j int) string {
+		return fmt.Sprintf(`{"operationId":"new-%d","providerScope":"open","request":{"method":"POST","path":"/x","body":{"n":1}}}`, j)
+	})
+	if err != nil {
+		return r, err
 	}
 	r.enqueueRate = float64(n) / time.Since(enqStart).Seconds()
 	for {
@@ -225,7 +212,7 @@ func scaleRun(ctx context.Context, bin, path string, n, workers int) (scaleResul
 			return r, err
 		}
 		// Done when no operation of the open scope is due or running.
-		if empty, err := statesEmptyInScope(ctx, p.hc, p.base, "open"); err != nil {
+		if empty, err := statesEmpty(ctx, p.hc, p.base, "open", []string{"scheduled", "waitingForBudget", "running"}); err != nil {
 			return r, err
 		} else if empty {
 			break
@@ -245,27 +232,6 @@ func scaleRun(ctx context.Context, bin, path string, n, workers int) (scaleResul
 		r.rssMiB = float64(hwm) / 1024
 	}
 	return r, nil
-}
-
-// statesEmptyInScope reports whether scope has no scheduled, waiting or
-// running operation.
-func statesEmptyInScope(ctx context.Context, hc *http.Client, base, scope string) (bool, error) {
-	for _, st := range []string{"scheduled", "waitingForBudget", "running"} {
-		out, err := call(ctx, hc, http.MethodGet, base+"/v1/operations?limit=1&providerScope="+scope+"&state="+st, "", http.StatusOK)
-		if err != nil {
-			return false, err
-		}
-		var l struct {
-			Operations []json.RawMessage `json:"operations"`
-		}
-		if err := json.Unmarshal(out, &l); err != nil {
-			return false, fmt.Errorf("decode operation list: %w", err)
-		}
-		if len(l.Operations) > 0 {
-			return false, nil
-		}
-	}
-	return true, nil
 }
 
 // claimMetrics reads the sum (seconds) and count of
@@ -295,8 +261,9 @@ type pacerProc struct {
 }
 
 // startPacer starts `pacer serve` on the database at path and a free
-// loopback port, and returns once it answers /healthz (polled every 2 ms).
-func startPacer(ctx context.Context, bin, path string, workers int) (*pacerProc, error) {
+// loopback port, with extra flags, and returns once it answers /healthz
+// (polled every 2 ms).
+func startPacer(ctx context.Context, bin, path string, workers int, extra ...string) (*pacerProc, error) {
 	addr, err := freeLoopbackAddr()
 	if err != nil {
 		return nil, err
@@ -307,8 +274,9 @@ func startPacer(ctx context.Context, bin, path string, workers int) (*pacerProc,
 		return nil, fmt.Errorf("create log: %w", err)
 	}
 	defer logf.Close()
-	cmd := exec.Command(bin, "serve", "--db", path, "--listen", addr, "--workers", strconv.Itoa(workers),
-		"--log-level", "info", "--retention", "0")
+	args := append([]string{"serve", "--db", path, "--listen", addr, "--workers", strconv.Itoa(workers),
+		"--log-level", "info", "--retention", "0"}, extra...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start pacer: %w", err)
@@ -349,8 +317,12 @@ func (p *pacerProc) recoveredNote() string {
 	return ""
 }
 
-// buildPacer builds the pacer binary from the repository root into dir.
+// buildPacer builds the pacer binary from the repository root into dir,
+// creating dir.
 func buildPacer(ctx context.Context, repo, dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("make dir: %w", err)
+	}
 	repoAbs, err := filepath.Abs(repo)
 	if err != nil {
 		return "", fmt.Errorf("resolve repo: %w", err)
@@ -370,7 +342,11 @@ func printScale(w io.Writer, rs []scaleResult) {
 	fmt.Fprintln(w, "\n| database | stored ops | start-up s | enqueue ops/s | claim mean ms | claims | peak RSS MiB | bytes/op | note |")
 	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
 	for _, r := range rs {
-		fmt.Fprintf(w, "| %s | %d | %.3f | %.0f | %.3f | %.0f | %.1f | %.0f | %s |\n", r.label, r.stored, r.startup, r.enqueueRate, r.claimMeanMs, r.claims, r.rssMiB, r.bytesPerOp, r.recovered)
+		perOp := "—"
+		if r.bytesPerOp > 0 {
+			perOp = fmt.Sprintf("%.0f", r.bytesPerOp)
+		}
+		fmt.Fprintf(w, "| %s | %d | %.3f | %.0f | %.3f | %.0f | %.1f | %s | %s |\n", r.label, r.stored, r.startup, r.enqueueRate, r.claimMeanMs, r.claims, r.rssMiB, perOp, r.recovered)
 	}
 	if len(rs) == 2 {
 		e, l := rs[0], rs[1]
