@@ -10,14 +10,14 @@ import (
 	"pacer/db"
 )
 
-// CheckpointInterval is how often serve moves the WAL into the database
+// checkpointInterval is how often serve moves the WAL into the database
 // file, off the writer's path. Short on purpose: at 500 operations/s the
 // WAL grows by ~10,000 pages a second, and the fsync that ends a
 // checkpoint stalls the filesystem's other writes (the WAL's too) for as
 // long as it takes: 10,000-page checkpoints once a second held sends up
 // for 50–150 ms, ~1,000-page ones every 100 ms for under 25 ms. An idle
 // checkpoint costs ~0.2 ms.
-const CheckpointInterval = 100 * time.Millisecond
+const checkpointInterval = 100 * time.Millisecond
 
 // checkpointer is the part of the store runCheckpoints drives.
 type checkpointer interface {

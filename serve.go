@@ -159,7 +159,7 @@ func runServe(c *cli.Context) error {
 	httpDone := make(chan error, 1)
 	go func() { httpDone <- srv.Serve(ln) }()
 	checkpointsDone := make(chan struct{})
-	go func() { runCheckpoints(engineCtx, store, clk, CheckpointInterval, logger); close(checkpointsDone) }()
+	go func() { runCheckpoints(engineCtx, store, clk, checkpointInterval, logger); close(checkpointsDone) }()
 	pruneDone := make(chan error, 1)
 	if pruner != nil {
 		go func() { pruneDone <- pruner.Run(engineCtx) }()
