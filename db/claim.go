@@ -233,8 +233,7 @@ func findDueOperations(ctx context.Context, tx *sql.Tx, scopeID, now int64, n in
 
 // claimOperations leases the due operations with the given row IDs and
 // writes their attempt intents: one UPDATE … RETURNING and one INSERT for
-// the whole batch (the unary + keeps SQLite from scanning the state index
-// instead of looking the rows up by ID). The operations are returned in the order of rowIDs,
+// the whole batch. The operations are returned in the order of rowIDs,
 // without their scope's name and provider (withScopes fills them in).
 func claimOperations(ctx context.Context, tx *sql.Tx, rowIDs []int64, now, leaseExpires int64) ([]opRow, error) {
 	if len(rowIDs) == 0 {
@@ -244,13 +243,7 @@ func claimOperations(ctx context.Context, tx *sql.Tx, rowIDs []int64, now, lease
 	if err != nil {
 		return nil, err
 	}
-	rows, err := tx.QueryContext(ctx, `
-		UPDATE operations SET state = 'running', lease_token = lease_token + 1, lease_expires_at = ?1,
-			attempt = attempt + 1, budget_attempts = budget_attempts + 1,
-			first_sent_at = COALESCE(first_sent_at, ?2), updated_at = ?2
-		WHERE id IN (SELECT value FROM json_each(?3)) AND +state IN ('scheduled', 'waitingForBudget')
-		RETURNING `+claimedColumns,
-		leaseExpires, now, string(ids))
+	rows, err := tx.QueryContext(ctx, claimUpdate, leaseExpires, now, string(ids))
 	if err != nil {
 		return nil, err
 	}
@@ -284,6 +277,16 @@ func claimOperations(ctx context.Context, tx *sql.Tx, rowIDs []int64, now, lease
 	}
 	return ops, nil
 }
+
+// claimUpdate leases the rows whose IDs are in the JSON array ?3 (lease
+// expiry ?1, now ?2). The unary + on state keeps SQLite from choosing the
+// state index, which would scan every scheduled row, over the row IDs.
+const claimUpdate = `
+	UPDATE operations SET state = 'running', lease_token = lease_token + 1, lease_expires_at = ?1,
+		attempt = attempt + 1, budget_attempts = budget_attempts + 1,
+		first_sent_at = COALESCE(first_sent_at, ?2), updated_at = ?2
+	WHERE id IN (SELECT value FROM json_each(?3)) AND +state IN ('scheduled', 'waitingForBudget')
+	RETURNING ` + claimedColumns
 
 // claimedColumns is operationColumns as the claim's RETURNING clause can
 // give them: from the operations row alone, with empty placeholders for the

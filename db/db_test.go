@@ -57,9 +57,9 @@ func rawDB(t testing.TB, path string) *sql.DB {
 }
 
 // queryPlan returns SQLite's plan for query, its steps joined by "; ".
-func queryPlan(t testing.TB, raw *sql.DB, query string) string {
+func queryPlan(t testing.TB, raw *sql.DB, query string, args ...any) string {
 	t.Helper()
-	rows, err := raw.Query(`EXPLAIN QUERY PLAN ` + query)
+	rows, err := raw.Query(`EXPLAIN QUERY PLAN `+query, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,19 +338,24 @@ func TestQueryPlans(t *testing.T) {
 	// indexes, so a paused scope's backlog is never scanned.
 	_, path := newTestDB(t)
 	raw := rawDB(t, path)
-	for _, tc := range []struct {
+	type planCase struct {
 		name, query, index string
-	}{
-		{"Due", `SELECT id FROM operations WHERE scope_id = 1 AND state IN ('scheduled', 'waitingForBudget') AND next_attempt_at <= 5 ORDER BY next_attempt_at, id LIMIT 3`, "operations_due"},
-		{"EarliestDue", `SELECT next_attempt_at FROM operations WHERE scope_id = 1 AND state IN ('scheduled', 'waitingForBudget') ORDER BY next_attempt_at LIMIT 1`, "operations_due"},
-		{"Running", `SELECT COUNT(*) FROM operations WHERE scope_id = 1 AND state = 'running'`, "operations_running_scope"},
-		{"LeaseExpiry", `SELECT MIN(lease_expires_at) FROM operations INDEXED BY operations_running_lease WHERE state = 'running'`, "operations_running_lease"},
-		{"ExpiredLeases", `SELECT o.id FROM operations o INDEXED BY operations_running_lease JOIN scopes s ON s.id = o.scope_id WHERE o.state = 'running' AND o.lease_expires_at <= 5 ORDER BY o.lease_expires_at, o.id LIMIT 10`, "operations_running_lease"},
-		{"ListByScope", `SELECT o.id FROM operations o JOIN scopes s ON s.id = o.scope_id WHERE o.scope_id = 3 AND (o.created_at, o.id) < (5, 6) ORDER BY o.created_at DESC, o.id DESC LIMIT 10`, "operations_scope_created"},
-		{"ListByState", `SELECT id FROM operations WHERE state = 'held' ORDER BY created_at DESC, id DESC LIMIT 50`, "operations_state_created"},
+		args               []any
+	}
+	for _, tc := range []planCase{
+		{"Due", `SELECT id FROM operations WHERE scope_id = 1 AND state IN ('scheduled', 'waitingForBudget') AND next_attempt_at <= 5 ORDER BY next_attempt_at, id LIMIT 3`, "operations_due", nil},
+		{"EarliestDue", `SELECT next_attempt_at FROM operations WHERE scope_id = 1 AND state IN ('scheduled', 'waitingForBudget') ORDER BY next_attempt_at LIMIT 1`, "operations_due", nil},
+		{"Running", `SELECT COUNT(*) FROM operations WHERE scope_id = 1 AND state = 'running'`, "operations_running_scope", nil},
+		{"LeaseExpiry", `SELECT MIN(lease_expires_at) FROM operations INDEXED BY operations_running_lease WHERE state = 'running'`, "operations_running_lease", nil},
+		{"ExpiredLeases", `SELECT o.id FROM operations o INDEXED BY operations_running_lease JOIN scopes s ON s.id = o.scope_id WHERE o.state = 'running' AND o.lease_expires_at <= 5 ORDER BY o.lease_expires_at, o.id LIMIT 10`, "operations_running_lease", nil},
+		{"ListByScope", `SELECT o.id FROM operations o JOIN scopes s ON s.id = o.scope_id WHERE o.scope_id = 3 AND (o.created_at, o.id) < (5, 6) ORDER BY o.created_at DESC, o.id DESC LIMIT 10`, "operations_scope_created", nil},
+		{"ListByState", `SELECT id FROM operations WHERE state = 'held' ORDER BY created_at DESC, id DESC LIMIT 50`, "operations_state_created", nil},
+		// The claim leases its batch by row ID, never by scanning the
+		// scheduled rows of the state index.
+		{"ClaimByRowID", db.ClaimUpdate, "INTEGER PRIMARY KEY", []any{1, 2, "[1,2]"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := queryPlan(t, raw, tc.query)
+			got := queryPlan(t, raw, tc.query, tc.args...)
 			if !strings.Contains(got, tc.index) || strings.Contains(got, "TEMP B-TREE") {
 				t.Fatalf("plan %q, want index %s and no sort", got, tc.index)
 			}

@@ -68,9 +68,10 @@ type sqliteStmt interface {
 // no ExecContext/QueryContext on purpose: that makes database/sql go
 // through PrepareContext.
 type cachingConn struct {
-	inner  sqliteConn
-	byText map[string]*cachedStmt
-	idle   *list.List // of *cachedStmt not in use, most recently used first
+	inner    sqliteConn
+	byText   map[string]*cachedStmt
+	idle     *list.List // of *cachedStmt not in use, most recently used first
+	prepared int        // statements SQLite has prepared (compiled) on this connection
 }
 
 // cachedStmt is a prepared statement that a cachingConn lends out: Close
@@ -102,6 +103,7 @@ func (c *cachingConn) PrepareContext(ctx context.Context, query string) (driver.
 	if err != nil {
 		return nil, err
 	}
+	c.prepared++
 	inner, ok := prepared.(sqliteStmt)
 	if !ok {
 		prepared.Close()
