@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -42,9 +41,8 @@ func (f *fakeCheckpointer) count() int {
 // a failure and goes on, and returns when its context ends.
 func TestRunCheckpointsTicksLogsFailuresAndStops(t *testing.T) {
 	clk := clock.NewMock()
-	var logs bytes.Buffer
-	var logMu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &logMu}, nil))
+	var logs lockedBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	store := &fakeCheckpointer{fail: true}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -53,10 +51,7 @@ func TestRunCheckpointsTicksLogsFailuresAndStops(t *testing.T) {
 	for want := 1; want <= 3; want++ {
 		waitFor(t, func() bool { clk.Add(time.Second); return store.count() >= want })
 	}
-	logMu.Lock()
-	logged := logs.String()
-	logMu.Unlock()
-	if !strings.Contains(logged, "checkpoint failed") || !strings.Contains(logged, "disk on fire") {
+	if logged := logs.String(); !strings.Contains(logged, "checkpoint failed") || !strings.Contains(logged, "disk on fire") {
 		t.Fatalf("failure not logged: %q", logged)
 	}
 	cancel()
@@ -65,18 +60,6 @@ func TestRunCheckpointsTicksLogsFailuresAndStops(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("runCheckpoints did not return after its context ended")
 	}
-}
-
-// lockedWriter serializes writes to a shared buffer.
-type lockedWriter struct {
-	w  *bytes.Buffer
-	mu *sync.Mutex
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // waitFor retries cond for up to 5 s.
