@@ -8,9 +8,9 @@ go version
 # does not skip) without it.
 if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
 	if [ "$(id -u)" -eq 0 ]; then
-		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium
 	else
-		echo "scripts/test.sh: chromium is missing; install it (sudo apt-get install -y chromium) and run again" >&2
+		echo "scripts/test.sh: chromium is missing; install it (sudo apt-get install -y --no-install-recommends chromium) and run again" >&2
 		exit 1
 	fi
 fi
