@@ -33,9 +33,8 @@ type standIn struct {
 	mu            sync.Mutex
 	rng           *rand.Rand
 	ops           map[string]*opRecord
-	silent        map[string]bool // operations whose first request is applied and never answered
-	inFlight      map[string]int  // scope → requests in flight
-	opInFlight    map[string]int  // operation → requests in flight
+	silent        map[string]bool             // operations whose first request is applied and never answered
+	flying        map[string]map[*flight]bool // scope → requests in flight
 	pausedUntil   map[string]time.Time
 	pausedAt      map[string]time.Time
 	scopes        []scopeSpec
@@ -47,6 +46,21 @@ type standIn struct {
 	duringPause   int
 	overCap       int
 	twiceInFlight []string // operations with two requests in flight at once
+}
+
+// flight is a request in flight at the stand-in.
+type flight struct {
+	id      string
+	arrived time.Time
+	silent  bool
+}
+
+// live reports whether f is still in flight from pacer's side at now: the
+// process that sent it is alive, and it is not a silent request past
+// pacer's request timeout (pacer gave up on it; the stand-in notices the
+// closed connection a moment later).
+func (s *standIn) live(f *flight, now time.Time) bool {
+	return !s.killedSince(f.arrived) && !(f.silent && now.Sub(f.arrived) >= requestTimeout)
 }
 
 type opRecord struct {
@@ -97,7 +111,7 @@ func (k burstKill) inWindow() bool {
 
 func newStandIn(seed uint64) *standIn {
 	return &standIn{rng: rand.New(rand.NewPCG(seed+1, seed+2)), ops: map[string]*opRecord{}, silent: map[string]bool{},
-		inFlight: map[string]int{}, opInFlight: map[string]int{}, pausedUntil: map[string]time.Time{},
+		flying: map[string]map[*flight]bool{}, pausedUntil: map[string]time.Time{},
 		pausedAt: map[string]time.Time{}, scopes: scopeSpecs()}
 }
 
@@ -226,19 +240,32 @@ func (s *standIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if now.Before(s.pausedUntil[spec.name]) && !s.killedSince(s.pausedAt[spec.name]) {
 		s.duringPause++ // pacer had recorded the 429 (no kill since) yet sent
 	}
-	s.inFlight[spec.name]++
-	if s.inFlight[spec.name] > spec.maxConcurrent {
-		s.overCap++
+	silent := s.silent[id] && n == 0
+	if s.flying[spec.name] == nil {
+		s.flying[spec.name] = map[*flight]bool{}
 	}
-	s.opInFlight[id]++
-	if s.opInFlight[id] > 1 {
+	scopeLive, opLive := []string{id}, 0
+	for f := range s.flying[spec.name] {
+		if s.live(f, now) {
+			scopeLive = append(scopeLive, f.id)
+			if f.id == id {
+				opLive++
+			}
+		}
+	}
+	if len(scopeLive) > spec.maxConcurrent {
+		s.overCap++
+		fmt.Printf("over the cap of %s (%d) at %s: %v\n", spec.name, spec.maxConcurrent, now.Format(time.StampMicro), scopeLive)
+	}
+	if opLive > 0 {
 		s.twiceInFlight = append(s.twiceInFlight, id)
 	}
+	me := &flight{id: id, arrived: now, silent: silent}
+	s.flying[spec.name][me] = true
 	roll := s.rng.IntN(100)
 	latency := time.Duration(s.rng.IntN(120)) * time.Millisecond
 	status := http.StatusOK
 	applies := false
-	silent := s.silent[id] && n == 0
 	switch {
 	case silent:
 		applies, rec.silenced = true, true
@@ -261,12 +288,18 @@ func (s *standIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 
-	defer func() {
+	// The request leaves the flight just before its answer is written:
+	// from then on pacer may send the next one.
+	landed := false
+	land := func() {
 		s.mu.Lock()
-		s.inFlight[spec.name]--
-		s.opInFlight[id]--
+		if !landed {
+			delete(s.flying[spec.name], me)
+			landed = true
+		}
 		s.mu.Unlock()
-	}()
+	}
+	defer land()
 	cut := func() {
 		s.mu.Lock()
 		rec.cut = true
@@ -301,6 +334,7 @@ func (s *standIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	land()
 	if status == http.StatusTooManyRequests {
 		w.Header().Set("Retry-After", "1")
 	}
