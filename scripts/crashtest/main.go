@@ -173,8 +173,17 @@ func run(cfg config) error {
 		if s.kind != "read" {
 			req = map[string]any{"method": "POST", "path": "/" + s.name + "/" + id, "body": map[string]any{"op": id}}
 		}
-		if s.delayed {
-			o.notBefore = time.Now().Add(time.Duration(500+rng.IntN(20000)) * time.Millisecond).UTC().Truncate(time.Millisecond)
+		var after time.Duration
+		switch {
+		case s.delayed:
+			after = time.Duration(500+rng.IntN(20000)) * time.Millisecond
+		case o.silent && (i/len(scopes)/silentEvery)%2 == 1:
+			// Half the silent ones leave after the kills, mostly: then
+			// pacer's own request timeout ends them, not a kill.
+			after = time.Duration(12000+rng.IntN(12000)) * time.Millisecond
+		}
+		if after > 0 {
+			o.notBefore = time.Now().Add(after).UTC().Truncate(time.Millisecond)
 			req["headers"] = map[string]string{"X-Not-Before": o.notBefore.Format(time.RFC3339Nano)}
 		}
 		item := map[string]any{"operationId": id, "providerScope": s.name, "request": req,
@@ -198,7 +207,7 @@ func run(cfg config) error {
 		if k%2 == 1 {
 			// Right after a burst of answers, while pacer commits them.
 			time.Sleep(time.Duration(150+rng.IntN(600)) * time.Millisecond)
-			sim.killAfterBurst(sim.armBurst(), time.Duration(rng.IntN(5000))*time.Microsecond)
+			sim.killAfterBurst(sim.armBurst(), time.Duration(rng.IntN(4000))*time.Microsecond)
 		} else {
 			time.Sleep(time.Duration(150+rng.IntN(1500)) * time.Millisecond)
 			sim.markKill()
