@@ -129,11 +129,11 @@ func sendsBeforeNextAttempt(sim *standIn, views map[string]opView) int {
 }
 
 // heldAtKills checks that held uncertain mutations are exactly those in
-// flight at a kill or never answered: every request cut by a kill is held,
-// and every held one was cut, answered just before a kill (pacer died
-// before recording the answer) or silent.
+// flight at a kill or not answered in time: every request cut by a kill is
+// held, and every held one was cut, answered just before a kill (pacer
+// died before recording the answer) or given up by pacer's request timeout.
 func heldAtKills(c *checks, sim *standIn, ops map[string]opSpec, views map[string]opView) {
-	cut, cutNotHeld, heldUnexplained, heldAnswered, heldUnsent, heldSilent := 0, 0, 0, 0, 0, 0
+	cut, cutNotHeld, heldUnexplained, heldAnswered, heldUnsent, heldTimedOut := 0, 0, 0, 0, 0, 0
 	for id, rec := range sim.ops {
 		if rec.cut && ops[id].scope.kind == "plain" {
 			cut++
@@ -151,8 +151,8 @@ func heldAtKills(c *checks, sim *standIn, ops map[string]opSpec, views map[strin
 		case rec == nil:
 			heldUnsent++ // leased (intent written), killed before the request left
 		case rec.cut:
-		case rec.silenced:
-			heldSilent++
+		case rec.timedOut:
+			heldTimedOut++
 		case sim.inFlightAtKill(rec):
 			heldAnswered++
 		default:
@@ -165,7 +165,7 @@ func heldAtKills(c *checks, sim *standIn, ops map[string]opSpec, views map[strin
 	c.add("  of them not held", cutNotHeld, cutNotHeld == 0)
 	c.add("held: answered around a kill, not yet recorded", heldAnswered, true)
 	c.add("held: leased, not yet sent at a kill", heldUnsent, true)
-	c.add("held: applied, never answered (timed out)", heldSilent, true)
+	c.add("held: not answered within pacer's request timeout", heldTimedOut, true)
 	c.add("held: not in flight at any kill", heldUnexplained, heldUnexplained == 0)
 }
 

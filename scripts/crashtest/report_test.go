@@ -69,9 +69,10 @@ func TestStandInDoesNotCountRequestsOfAKilledProcess(t *testing.T) {
 	if sim.live(old, now) {
 		t.Fatal("a request sent before the last kill is still in flight")
 	}
-	silent := &flight{id: "plain-mute-1", arrived: now.Add(-requestTimeout), silent: true}
-	if sim.live(silent, now.Add(time.Millisecond)) {
-		t.Fatal("a silent request past pacer's request timeout is still in flight")
+	sim.kills = nil
+	late := &flight{id: "plain-mute-1", arrived: now.Add(-requestTimeout)}
+	if sim.live(late, now.Add(time.Millisecond)) {
+		t.Fatal("a request past pacer's request timeout is still in flight")
 	}
 }
 
@@ -172,5 +173,25 @@ func TestSendsBeforeNextAttemptCountsAnEarlyResend(t *testing.T) {
 	views := map[string]opView{"read-a-1": {State: "succeeded", Attempts: []attemptView{a}}}
 	if got := sendsBeforeNextAttempt(sim, views); got != 1 {
 		t.Fatalf("sendsBeforeNextAttempt = %d, want 1", got)
+	}
+}
+
+func TestStandInRecordsARequestPacerGaveUpOnAsUnanswered(t *testing.T) {
+	sim := newStandIn(1)
+	srv := httptest.NewServer(sim)
+	defer srv.Close()
+	b := sim.armBurst() // holds the answer past the client's timeout
+	client := http.Client{Timeout: 50 * time.Millisecond}
+	if resp, err := client.Post(srv.URL+"/plain-a/plain-a-1", "application/json", nil); err == nil {
+		resp.Body.Close()
+		t.Fatal("answered before the client's timeout")
+	}
+	<-b.release
+	b.flushing.Wait()
+	sim.mu.Lock()
+	defer sim.mu.Unlock()
+	rec := sim.ops["plain-a-1"]
+	if rec == nil || !rec.timedOut || rec.cut || !rec.answeredAt.IsZero() {
+		t.Fatalf("record = %+v, want timed out, not cut, not answered", rec)
 	}
 }

@@ -52,15 +52,14 @@ type standIn struct {
 type flight struct {
 	id      string
 	arrived time.Time
-	silent  bool
 }
 
 // live reports whether f is still in flight from pacer's side at now: the
-// process that sent it is alive, and it is not a silent request past
-// pacer's request timeout (pacer gave up on it; the stand-in notices the
-// closed connection a moment later).
+// process that sent it is alive, and pacer's request timeout has not
+// passed (then pacer gave up on it; the stand-in notices the closed
+// connection a moment later).
 func (s *standIn) live(f *flight, now time.Time) bool {
-	return !s.killedSince(f.arrived) && !(f.silent && now.Sub(f.arrived) >= requestTimeout)
+	return !s.killedSince(f.arrived) && now.Sub(f.arrived) < requestTimeout
 }
 
 type opRecord struct {
@@ -68,7 +67,7 @@ type opRecord struct {
 	effects    int
 	cut        bool // a request was cut by a kill before its answer left
 	silenced   bool // its first request was applied and is never answered
-	timedOut   bool // ... and pacer gave up on it (no kill in between)
+	timedOut   bool // pacer gave up on a request before its answer left (no kill in between)
 	requests   []request
 	arrivedAt  time.Time // the last request's arrival
 	answeredAt time.Time // when its answer left; zero if none did
@@ -260,7 +259,7 @@ func (s *standIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if opLive > 0 {
 		s.twiceInFlight = append(s.twiceInFlight, id)
 	}
-	me := &flight{id: id, arrived: now, silent: silent}
+	me := &flight{id: id, arrived: now}
 	s.flying[spec.name][me] = true
 	roll := s.rng.IntN(100)
 	latency := time.Duration(s.rng.IntN(120)) * time.Millisecond
@@ -300,11 +299,6 @@ func (s *standIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 	}
 	defer land()
-	cut := func() {
-		s.mu.Lock()
-		rec.cut = true
-		s.mu.Unlock()
-	}
 	if silent {
 		s.holdSilent(r, rec, now)
 		return
@@ -312,7 +306,7 @@ func (s *standIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	select {
 	case <-time.After(latency):
 	case <-r.Context().Done():
-		cut()
+		s.dropped(rec, now)
 		return
 	}
 	s.mu.Lock()
@@ -330,9 +324,15 @@ func (s *standIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-b.release:
 		case <-r.Context().Done():
-			cut()
+			s.dropped(rec, now)
 			return
 		}
+	}
+	// After a stall of this process both may be ready: pacer's timeout
+	// wins, and an answer it cannot be waiting for any more is not sent.
+	if r.Context().Err() != nil || time.Since(now) >= requestTimeout {
+		s.dropped(rec, now)
+		panic(http.ErrAbortHandler) // close the connection without an answer
 	}
 	land()
 	if status == http.StatusTooManyRequests {
@@ -366,9 +366,15 @@ func (s *standIn) holdSilent(r *http.Request, rec *opRecord, arrived time.Time) 
 	case <-time.After(silentBound):
 		panic(http.ErrAbortHandler) // drop the connection without an answer
 	}
+	s.dropped(rec, arrived)
+}
+
+// dropped records that the request that arrived at t ended without an
+// answer: cut by a kill, or given up by pacer (its request timeout).
+func (s *standIn) dropped(rec *opRecord, t time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.killedSince(arrived) {
+	if s.killedSince(t) {
 		rec.cut = true
 	} else {
 		rec.timedOut = true
