@@ -5,7 +5,8 @@
 // every resend, no send before its time or during a pause, no scope over
 // its concurrency cap, no operation in flight twice at once, no resend
 // before the next attempt pacer recorded, and uncertain non-idempotent
-// mutations held exactly when they were in flight at a kill.
+// mutations held exactly when they were in flight at a kill or not
+// answered within pacer's request timeout.
 //
 // Half the kills land right after a burst: the stand-in holds a dozen
 // answers back, sends them at once and the kill follows within a few
