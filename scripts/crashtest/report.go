@@ -1,0 +1,286 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+)
+
+// checks is the table of results; a row that is not ok is a violation.
+type checks struct {
+	rows       [][2]string
+	violations int
+}
+
+func (c *checks) add(name string, n int, ok bool) {
+	mark := "ok"
+	if !ok {
+		mark = "VIOLATION"
+		c.violations++
+	}
+	c.rows = append(c.rows, [2]string{name, fmt.Sprintf("%d\t%s", n, mark)})
+}
+
+func report(cfg config, sim *standIn, ops map[string]opSpec, views map[string]opView, took time.Duration) error {
+	sim.mu.Lock()
+	defer sim.mu.Unlock()
+	var c checks
+	byState := map[string]int{}
+	lost := 0
+	for _, v := range views {
+		byState[v.State]++
+		switch v.State {
+		case "succeeded", "failed", "canceled", "held":
+		default:
+			lost++
+		}
+	}
+	c.add("operations accepted", len(ops), true)
+	for _, st := range []string{"succeeded", "held", "failed", "canceled"} {
+		c.add("  "+st, byState[st], true)
+	}
+	c.add("lost (not terminal or held)", lost, lost == 0)
+	c.add("kills (SIGKILL + restart)", len(sim.kills), true)
+	c.add("requests seen by the provider", sim.total, true)
+
+	dupEffects, keyChanged, heldNotPlain, heldResent := 0, 0, 0, 0
+	for id, o := range ops {
+		rec := sim.ops[id]
+		switch o.scope.kind {
+		case "keyed":
+			if rec != nil && len(rec.keys) > 1 {
+				keyChanged++
+			}
+			if rec != nil && rec.effects > 1 {
+				dupEffects++
+			}
+		case "plain":
+			if rec != nil && rec.effects > 1 {
+				dupEffects++
+			}
+		}
+		if views[id].State == "held" {
+			if o.scope.kind != "plain" {
+				heldNotPlain++
+			}
+			if rec != nil && rec.effects > 1 {
+				heldResent++
+			}
+		}
+	}
+	c.add("duplicate effects", dupEffects, dupEffects == 0)
+	c.add("resends with a different key", keyChanged, keyChanged == 0)
+	c.add("sends before notBefore", sim.early, sim.early == 0)
+	early := sendsBeforeNextAttempt(sim, views)
+	c.add("sends before the recorded next attempt", early, early == 0)
+	c.add("sends during a scope pause", sim.duringPause, sim.duringPause == 0)
+	c.add("scope concurrency cap exceeded", sim.overCap, sim.overCap == 0)
+	for _, id := range sim.twiceInFlight {
+		fmt.Printf("in flight twice at once: %s\n", id)
+	}
+	c.add("operation in flight twice at once", len(sim.twiceInFlight), len(sim.twiceInFlight) == 0)
+	c.add("held other than uncertain non-idempotent", heldNotPlain, heldNotPlain == 0)
+	c.add("held operations sent more than once", heldResent, heldResent == 0)
+	heldAtKills(&c, sim, ops, views)
+	burstKills(&c, cfg, sim, ops, views)
+	silentOps(&c, sim, ops, views)
+
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "check\tcount\tresult")
+	for _, r := range c.rows {
+		fmt.Fprintf(w, "%s\t%s\n", r[0], r[1])
+	}
+	w.Flush()
+	fmt.Printf("settled %s after the first kill\n", took.Round(time.Millisecond))
+	// The closing line in the form test runners print.
+	fmt.Printf("crashtest: %d passed, %d failed\n", len(c.rows)-c.violations, c.violations)
+	if c.violations > 0 {
+		return fmt.Errorf("%d violation(s) (seed %d)", c.violations, cfg.seed)
+	}
+	return nil
+}
+
+// sendsBeforeNextAttempt counts requests that arrived after pacer recorded
+// an attempt but before the next attempt time that attempt decided.
+func sendsBeforeNextAttempt(sim *standIn, views map[string]opView) int {
+	n := 0
+	for id, v := range views {
+		rec := sim.ops[id]
+		if rec == nil {
+			continue
+		}
+		for _, a := range v.Attempts {
+			if a.Decision.At.IsZero() || (a.Decision.State != "scheduled" && a.Decision.State != "waitingForBudget") {
+				continue
+			}
+			// FinishedAt is cut to the millisecond: the attempt's own
+			// request arrived before FinishedAt + 1ms.
+			for _, q := range rec.requests {
+				if q.arrived.After(a.FinishedAt.Add(time.Millisecond)) && q.arrived.Before(a.Decision.At) {
+					n++
+					fmt.Printf("sent before its next attempt: %s attempt %d decided %s, request arrived %s\n",
+						id, a.Number, a.Decision.At.Format(time.StampMilli), q.arrived.Format(time.StampMilli))
+				}
+			}
+		}
+	}
+	return n
+}
+
+// heldAtKills checks that held uncertain mutations are exactly those in
+// flight at a kill or not answered in time: every request cut by a kill is
+// held, and every held one was cut, answered just before a kill (pacer
+// died before recording the answer) or given up by pacer's request timeout.
+func heldAtKills(c *checks, sim *standIn, ops map[string]opSpec, views map[string]opView) {
+	cut, cutNotHeld, heldUnexplained, heldAnswered, heldUnsent, heldTimedOut := 0, 0, 0, 0, 0, 0
+	for id, rec := range sim.ops {
+		if rec.cut && ops[id].scope.kind == "plain" {
+			cut++
+			if views[id].State != "held" {
+				cutNotHeld++
+			}
+		}
+	}
+	for id, v := range views {
+		if v.State != "held" {
+			continue
+		}
+		rec := sim.ops[id]
+		switch {
+		case rec == nil:
+			heldUnsent++ // leased (intent written), killed before the request left
+		case rec.cut:
+		case rec.timedOut:
+			heldTimedOut++
+		case sim.inFlightAtKill(rec):
+			heldAnswered++
+		default:
+			heldUnexplained++
+			fmt.Printf("held but not in flight at a kill: %s arrived %s answered %s kills %v\n", id,
+				rec.arrivedAt.Format(time.StampMilli), rec.answeredAt.Format(time.StampMilli), sim.kills)
+		}
+	}
+	c.add("non-idempotent mutations cut by a kill", cut, true)
+	c.add("  of them not held", cutNotHeld, cutNotHeld == 0)
+	c.add("held: answered around a kill, not yet recorded", heldAnswered, true)
+	c.add("held: leased, not yet sent at a kill", heldUnsent, true)
+	c.add("held: not answered within pacer's request timeout", heldTimedOut, true)
+	c.add("held: not in flight at any kill", heldUnexplained, heldUnexplained == 0)
+}
+
+// burstKills checks the answers of every burst a kill followed within
+// burstWindow: each is recorded with its answer, or treated as
+// interrupted (a read resent, a keyed mutation resent with its key or
+// held, a plain one held and not resent).
+func burstKills(c *checks, cfg config, sim *standIn, ops map[string]opSpec, views map[string]opView) {
+	inWindow, answers, recorded, resent, held, wrong := 0, 0, 0, 0, 0, 0
+	midBatch, beforeAny, afterAll := 0, 0, 0
+	for _, k := range sim.burstKills {
+		fmt.Printf("kill %s after a burst of %d answers\n", k.at.Sub(k.last).Round(10*time.Microsecond), len(k.answers))
+		if !k.inWindow() {
+			continue
+		}
+		inWindow++
+		rec0 := recorded
+		for _, a := range k.answers {
+			answers++
+			v, rec := views[a.id], sim.ops[a.id]
+			att, found := attemptFor(v.Attempts, a.arrived)
+			later := rec != nil && rec.requests[len(rec.requests)-1].arrived.After(a.arrived)
+			kind := ops[a.id].scope.kind
+			switch {
+			case found && att.Status == a.status:
+				recorded++
+			case !found || att.Status != 0 || att.Reason != "interrupted":
+				wrong++
+				fmt.Printf("burst answer %s (%d) recorded as %d %q\n", a.id, a.status, att.Status, att.Reason)
+			case kind == "read" && later, kind == "keyed" && later:
+				resent++
+			case kind != "read" && v.State == "held" && (kind == "keyed" || !later):
+				held++
+			default:
+				wrong++
+				fmt.Printf("burst answer %s (%d) interrupted, then %s, resent %v\n", a.id, a.status, v.State, later)
+			}
+		}
+		switch n := recorded - rec0; {
+		case n == 0:
+			beforeAny++
+		case n == len(k.answers):
+			afterAll++
+		default:
+			midBatch++
+		}
+	}
+	c.add("kills right after a burst of answers", len(sim.burstKills), true)
+	// Coverage: with two kills or more, at least one lands in the window.
+	c.add(fmt.Sprintf("  within %s of the last answer (≥%d answers)", burstWindow, minBurst), inWindow, inWindow > 0 || cfg.kills < 2)
+	c.add("    before any answer was recorded", beforeAny, true)
+	c.add("    after part was recorded (mid-batch)", midBatch, true)
+	c.add("    after all were recorded", afterAll, true)
+	c.add("  their answers", answers, true)
+	c.add("    recorded with the answer", recorded, true)
+	c.add("    interrupted, then resent (same key)", resent, true)
+	c.add("    interrupted, then held", held, true)
+	c.add("    recorded otherwise, or not resent/held", wrong, wrong == 0)
+}
+
+// attemptFor returns the attempt that sent a request arriving at t: the
+// last one started (claimed) at or before t.
+func attemptFor(atts []attemptView, t time.Time) (attemptView, bool) {
+	var found attemptView
+	ok := false
+	for _, a := range atts {
+		if !a.StartedAt.After(t) && (!ok || a.Number > found.Number) {
+			found, ok = a, true
+		}
+	}
+	return found, ok
+}
+
+// silentOps checks the mutations whose first request was applied and
+// never answered: without idempotency keys each ends held/unknownOutcome,
+// sent once; with keys each is resent with the same key, applied once,
+// and succeeds.
+func silentOps(c *checks, sim *standIn, ops map[string]opSpec, views map[string]opView) {
+	var plain, plainTimedOut, plainHeld, plainWrong, keyed, keyedTimedOut, keyedOK, keyedWrong int
+	for id, o := range ops {
+		rec := sim.ops[id]
+		if !o.silent || rec == nil || !rec.silenced {
+			continue
+		}
+		v := views[id]
+		if o.scope.kind == "plain" {
+			plain++
+			if rec.timedOut {
+				plainTimedOut++
+			}
+			if v.State == "held" && v.HoldReason == "unknownOutcome" && len(rec.requests) == 1 && rec.effects == 1 {
+				plainHeld++
+				continue
+			}
+			plainWrong++
+		} else {
+			keyed++
+			if rec.timedOut {
+				keyedTimedOut++
+			}
+			if v.State == "succeeded" && len(rec.requests) >= 2 && len(rec.keys) == 1 && rec.effects == 1 {
+				keyedOK++
+				continue
+			}
+			keyedWrong++
+		}
+		fmt.Printf("silent mutation %s (%s) ended %s %s%s after %d requests, %d effects, %d keys\n", id, o.scope.kind,
+			v.State, v.HoldReason, v.FailureReason, len(rec.requests), rec.effects, len(rec.keys))
+	}
+	c.add("silent mutations, no idempotency key", plain, true)
+	c.add("  timed out by pacer (not a kill)", plainTimedOut, plainTimedOut > 0)
+	c.add("  held unknownOutcome, sent once", plainHeld, true)
+	c.add("  ended otherwise (failed, resent, …)", plainWrong, plainWrong == 0)
+	c.add("silent mutations, idempotency key", keyed, true)
+	c.add("  timed out by pacer (not a kill)", keyedTimedOut, keyedTimedOut > 0)
+	c.add("  resent with its key, applied once, succeeded", keyedOK, true)
+	c.add("  ended otherwise (failed, held, duplicated, …)", keyedWrong, keyedWrong == 0)
+}

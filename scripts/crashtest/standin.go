@@ -1,0 +1,385 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Bursts: the stand-in holds answers back and sends them together, so that
+// pacer's committer gets many completions at once; a kill follows within
+// a few milliseconds.
+const (
+	burstSize = 12                     // answers held before they all leave
+	burstWait = 400 * time.Millisecond // or this long after arming, whichever is first
+	// burstWindow is how soon after a burst's last answer a kill counts
+	// as landing while that burst's completions are being committed.
+	burstWindow = 20 * time.Millisecond
+	// minBurst is the least answers a burst needs to count.
+	minBurst = 4
+)
+
+// silentBound is how long the stand-in holds a silent request at most
+// (far beyond pacer's request timeout); then it drops the connection.
+const silentBound = time.Minute
+
+// standIn is the provider: it applies effects, answers by scope behaviour
+// and checks every request against what it told pacer.
+type standIn struct {
+	mu            sync.Mutex
+	rng           *rand.Rand
+	ops           map[string]*opRecord
+	silent        map[string]bool             // operations whose first request is applied and never answered
+	flying        map[string]map[*flight]bool // scope → requests in flight
+	pausedUntil   map[string]time.Time
+	pausedAt      map[string]time.Time
+	scopes        []scopeSpec
+	kills         []time.Time
+	burstKills    []burstKill
+	gate          *burst // the burst being gathered, nil if none
+	total         int
+	early         int
+	duringPause   int
+	overCap       int
+	twiceInFlight []string // operations with two requests in flight at once
+}
+
+// flight is a request in flight at the stand-in.
+type flight struct {
+	id      string
+	arrived time.Time
+}
+
+// live reports whether f is still in flight from pacer's side at now: the
+// process that sent it is alive, and pacer's request timeout has not
+// passed (then pacer gave up on it; the stand-in notices the closed
+// connection a moment later).
+func (s *standIn) live(f *flight, now time.Time) bool {
+	return !s.killedSince(f.arrived) && now.Sub(f.arrived) < requestTimeout
+}
+
+type opRecord struct {
+	keys       map[string]bool
+	effects    int
+	cut        bool // a request was cut by a kill before its answer left
+	silenced   bool // its first request was applied and is never answered
+	timedOut   bool // pacer gave up on a request before its answer left (no kill in between)
+	requests   []request
+	arrivedAt  time.Time // the last request's arrival
+	answeredAt time.Time // when its answer left; zero if none did
+}
+
+// request is one request the stand-in received for an operation.
+type request struct {
+	arrived, answered time.Time // answered is zero if no answer left
+	status            int
+}
+
+// burst is a group of answers held back and sent at once.
+type burst struct {
+	release  chan struct{}
+	once     sync.Once
+	held     int
+	flushing sync.WaitGroup // the held handlers, until their answer left
+	answers  []burstAnswer  // guarded by standIn.mu
+}
+
+// burstAnswer is one answer that left in a burst.
+type burstAnswer struct {
+	id                string
+	status            int
+	arrived, answered time.Time
+}
+
+// burstKill is a kill aimed right after a burst.
+type burstKill struct {
+	at      time.Time
+	answers []burstAnswer
+	last    time.Time // when the burst's last answer left
+}
+
+// inWindow reports whether the kill landed while the burst's completions
+// were being read and committed.
+func (k burstKill) inWindow() bool {
+	return len(k.answers) >= minBurst && k.at.Sub(k.last) <= burstWindow
+}
+
+func newStandIn(seed uint64) *standIn {
+	return &standIn{rng: rand.New(rand.NewPCG(seed+1, seed+2)), ops: map[string]*opRecord{}, silent: map[string]bool{},
+		flying: map[string]map[*flight]bool{}, pausedUntil: map[string]time.Time{},
+		pausedAt: map[string]time.Time{}, scopes: scopeSpecs()}
+}
+
+// silence makes the first request of operation id apply and never answer.
+func (s *standIn) silence(id string) {
+	s.mu.Lock()
+	s.silent[id] = true
+	s.mu.Unlock()
+}
+
+func (s *standIn) markKill() {
+	s.mu.Lock()
+	s.kills = append(s.kills, time.Now())
+	s.mu.Unlock()
+}
+
+// armBurst starts gathering answers; the burst opens when burstSize are
+// held or after burstWait.
+func (s *standIn) armBurst() *burst {
+	b := &burst{release: make(chan struct{})}
+	s.mu.Lock()
+	s.gate = b
+	s.mu.Unlock()
+	time.AfterFunc(burstWait, func() {
+		s.mu.Lock()
+		s.openLocked(b)
+		s.mu.Unlock()
+	})
+	return b
+}
+
+// openLocked lets b's answers go; no further answer joins it.
+func (s *standIn) openLocked(b *burst) {
+	b.once.Do(func() { close(b.release) })
+	if s.gate == b {
+		s.gate = nil
+	}
+}
+
+// killAfterBurst waits until b opened and its answers left, waits delay
+// and records the kill (the caller kills pacer right after).
+func (s *standIn) killAfterBurst(b *burst, delay time.Duration) {
+	<-b.release
+	sent := make(chan struct{})
+	go func() { b.flushing.Wait(); close(sent) }()
+	select {
+	case <-sent:
+	case <-time.After(2 * time.Second): // an answer stuck on a dead connection
+	}
+	time.Sleep(delay)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := burstKill{at: time.Now(), answers: append([]burstAnswer(nil), b.answers...)}
+	for _, a := range k.answers {
+		if a.answered.After(k.last) {
+			k.last = a.answered
+		}
+	}
+	s.kills = append(s.kills, k.at)
+	s.burstKills = append(s.burstKills, k)
+}
+
+// killedSince reports whether pacer was killed after t: then it may have
+// died before recording what it was told at t.
+func (s *standIn) killedSince(t time.Time) bool {
+	return len(s.kills) > 0 && s.kills[len(s.kills)-1].After(t)
+}
+
+// answerToRecord bounds the time pacer may take from reading an answer to
+// committing it (generous: CI machines are shared and loaded).
+const answerToRecord = 2 * time.Second
+
+// inFlightAtKill reports whether the operation's last request was in
+// flight at a kill from pacer's side: it arrived before the kill and its
+// answer left after the kill (the server noticed the dead connection too
+// late to count it as cut) or so shortly before it that pacer may have
+// died before recording it.
+func (s *standIn) inFlightAtKill(rec *opRecord) bool {
+	for _, k := range s.kills {
+		if !rec.arrivedAt.After(k) && (rec.answeredAt.IsZero() || k.Sub(rec.answeredAt) < answerToRecord) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *standIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	if len(parts) != 2 {
+		http.NotFound(w, r)
+		return
+	}
+	var spec scopeSpec
+	for _, sc := range s.scopes {
+		if sc.name == parts[0] {
+			spec = sc
+		}
+	}
+	id := parts[1]
+	// Read the body first: only then does the server notice a client that
+	// goes away (a kill) and cancel the request's context.
+	if _, err := io.Copy(io.Discard, r.Body); err != nil {
+		return
+	}
+	now := time.Now()
+	key := r.Header.Get("Idempotency-Key")
+
+	s.mu.Lock()
+	s.total++
+	rec := s.ops[id]
+	if rec == nil {
+		rec = &opRecord{keys: map[string]bool{}}
+		s.ops[id] = rec
+	}
+	if key != "" {
+		rec.keys[key] = true
+	}
+	rec.requests = append(rec.requests, request{arrived: now})
+	n := len(rec.requests) - 1
+	rec.arrivedAt, rec.answeredAt = now, time.Time{}
+	if nb := r.Header.Get("X-Not-Before"); nb != "" {
+		if t, err := time.Parse(time.RFC3339Nano, nb); err == nil && now.Before(t) {
+			s.early++
+		}
+	}
+	if now.Before(s.pausedUntil[spec.name]) && !s.killedSince(s.pausedAt[spec.name]) {
+		s.duringPause++ // pacer had recorded the 429 (no kill since) yet sent
+	}
+	silent := s.silent[id] && n == 0
+	if s.flying[spec.name] == nil {
+		s.flying[spec.name] = map[*flight]bool{}
+	}
+	scopeLive, opLive := []string{id}, 0
+	for f := range s.flying[spec.name] {
+		if s.live(f, now) {
+			scopeLive = append(scopeLive, f.id)
+			if f.id == id {
+				opLive++
+			}
+		}
+	}
+	if len(scopeLive) > spec.maxConcurrent {
+		s.overCap++
+		fmt.Printf("over the cap of %s (%d) at %s: %v\n", spec.name, spec.maxConcurrent, now.Format(time.StampMicro), scopeLive)
+	}
+	if opLive > 0 {
+		s.twiceInFlight = append(s.twiceInFlight, id)
+	}
+	me := &flight{id: id, arrived: now}
+	s.flying[spec.name][me] = true
+	roll := s.rng.IntN(100)
+	latency := time.Duration(s.rng.IntN(120)) * time.Millisecond
+	status := http.StatusOK
+	applies := false
+	switch {
+	case silent:
+		applies, rec.silenced = true, true
+	case spec.rateLimits && roll < 4:
+		status = http.StatusTooManyRequests
+	case spec.kind == "read" && roll < 8:
+		status = http.StatusServiceUnavailable
+	case spec.kind == "read":
+	case spec.kind == "keyed":
+		status = http.StatusCreated
+		applies = !rec.keysApplied(key)
+		if spec.uncertain && roll < 10 {
+			status = http.StatusBadGateway // applied, but the answer is lost
+		}
+	default: // plain
+		status, applies = http.StatusCreated, true
+	}
+	if applies {
+		rec.effects++
+	}
+	s.mu.Unlock()
+
+	// The request leaves the flight just before its answer is written:
+	// from then on pacer may send the next one.
+	landed := false
+	land := func() {
+		s.mu.Lock()
+		if !landed {
+			delete(s.flying[spec.name], me)
+			landed = true
+		}
+		s.mu.Unlock()
+	}
+	defer land()
+	if silent {
+		s.holdSilent(r, rec, now)
+		return
+	}
+	select {
+	case <-time.After(latency):
+	case <-r.Context().Done():
+		s.dropped(rec, now)
+		return
+	}
+	s.mu.Lock()
+	b := s.gate
+	if b != nil {
+		b.held++
+		b.flushing.Add(1)
+		if b.held >= burstSize {
+			s.openLocked(b)
+		}
+	}
+	s.mu.Unlock()
+	if b != nil {
+		defer b.flushing.Done()
+		select {
+		case <-b.release:
+		case <-r.Context().Done():
+			s.dropped(rec, now)
+			return
+		}
+	}
+	// After a stall of this process both may be ready: pacer's timeout
+	// wins, and an answer it cannot be waiting for any more is not sent.
+	if r.Context().Err() != nil || time.Since(now) >= requestTimeout {
+		s.dropped(rec, now)
+		panic(http.ErrAbortHandler) // close the connection without an answer
+	}
+	land()
+	if status == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", "1")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, `{"id":%q}`, id)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+	s.mu.Lock()
+	if status == http.StatusTooManyRequests {
+		// The pause counts from the moment the answer left.
+		s.pausedAt[spec.name] = time.Now()
+		s.pausedUntil[spec.name] = s.pausedAt[spec.name].Add(time.Second)
+	}
+	rec.answeredAt = time.Now()
+	rec.requests[n].answered, rec.requests[n].status = rec.answeredAt, status
+	if b != nil {
+		b.answers = append(b.answers, burstAnswer{id: id, status: status, arrived: now, answered: rec.answeredAt})
+	}
+	s.mu.Unlock()
+}
+
+// holdSilent keeps a request whose effect was applied unanswered until
+// pacer gives up on it (its request timeout) or dies (a kill).
+func (s *standIn) holdSilent(r *http.Request, rec *opRecord, arrived time.Time) {
+	select {
+	case <-r.Context().Done():
+	case <-time.After(silentBound):
+		panic(http.ErrAbortHandler) // drop the connection without an answer
+	}
+	s.dropped(rec, arrived)
+}
+
+// dropped records that the request that arrived at t ended without an
+// answer: cut by a kill, or given up by pacer (its request timeout).
+func (s *standIn) dropped(rec *opRecord, t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.killedSince(t) {
+		rec.cut = true
+	} else {
+		rec.timedOut = true
+	}
+}
+
+// keysApplied reports whether an effect was already applied under key.
+func (r *opRecord) keysApplied(key string) bool { return r.effects > 0 && key != "" }
