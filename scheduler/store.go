@@ -90,6 +90,16 @@ type Store interface {
 	// before expiredBy (all running operations when expiredBy is zero),
 	// with their scopes, oldest lease first, at most limit.
 	ListRunning(ctx context.Context, expiredBy time.Time, limit int) ([]Claim, error)
+	// ExpireOverdue is one bounded batch, in one transaction, of design §11
+	// "Deadlines end work even when it never ran": up to p.Limit operations
+	// waiting (scheduled or waitingForBudget) whose Deadline is before
+	// p.Before, earliest deadline first, whatever holds them back (their
+	// own time, a paused or held scope), move to the state p.Decide gives
+	// each (held or failed, with its reason; nothing else is accepted),
+	// with no next attempt, updated at p.Now. Nothing is written when no
+	// operation is overdue. ExpireResult.Next is the earliest deadline of
+	// the operations still waiting (zero when none).
+	ExpireOverdue(ctx context.Context, p ExpireParams) (ExpireResult, error)
 	// NextWake returns the earliest time after which a claim could admit
 	// something or a lease expires: the earliest of each open or paused
 	// (not held) scope's earliest due time (no earlier than its pause end
@@ -186,6 +196,30 @@ type Completion struct {
 	FinishedAt time.Time
 	Outcome    providers.Outcome
 	Decision   Decision
+}
+
+// ExpireParams bound one batch of Store.ExpireOverdue.
+type ExpireParams struct {
+	// Now is when the batch runs: the expired operations' update time.
+	Now time.Time
+	// Before is the cut-off: operations whose deadline is strictly before
+	// it are overdue.
+	Before time.Time
+	// Limit bounds the operations expired by one batch (at least 1).
+	Limit int
+	// Decide gives an overdue operation's end (Policy.Expire).
+	Decide func(Operation) Decision
+}
+
+// ExpireResult is what one batch of Store.ExpireOverdue did.
+type ExpireResult struct {
+	// Expired counts the operations ended.
+	Expired int
+	// More is true when the batch was full: more may be overdue.
+	More bool
+	// Next is the earliest deadline among the operations still waiting;
+	// zero when none waits.
+	Next time.Time
 }
 
 // PruneParams bound one retention batch (Store.PruneFinished).
