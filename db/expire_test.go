@@ -45,10 +45,10 @@ func TestExpireOverdue(t *testing.T) {
 	}
 	now := t0.Add(2 * time.Hour)
 	enqueue(t, d, t0,
-		opWith("late", "a", t0, time.Hour),                    // deadline t0+1h
+		opWith("late", "a", t0, time.Hour),                      // deadline t0+1h
 		opWith("later", "a", t0.Add(30*time.Minute), time.Hour), // t0+1h30
-		opWith("edge", "a", t0.Add(time.Hour), time.Hour),     // t0+2h: not before now
-		opWith("fresh", "a", t0.Add(3*time.Hour), time.Hour),  // t0+4h
+		opWith("edge", "a", t0.Add(time.Hour), time.Hour),       // t0+2h: not before now
+		opWith("fresh", "a", t0.Add(3*time.Hour), time.Hour),    // t0+4h
 		opWith("waiting", "b", t0, time.Hour),
 		opWith("running", "c", t0, time.Hour),
 		opWith("held", "d", t0, time.Hour),

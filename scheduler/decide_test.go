@@ -268,8 +268,8 @@ func TestDecideMaybeAppliedNeverFails(t *testing.T) {
 func TestDecideRecordsMaybeAppliedAndCounts(t *testing.T) {
 	p := scheduler.DefaultPolicy()
 	tests := []struct {
-		kind              scheduler.Kind
-		class             providers.Class
+		kind             scheduler.Kind
+		class            providers.Class
 		maybe, uncounted bool
 	}{
 		{scheduler.KindMutation, providers.ClassUnknownOutcome, true, false},
