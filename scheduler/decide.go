@@ -48,7 +48,7 @@ func (p Policy) Decide(op Operation, idem providers.Idempotency, out providers.O
 	default: // transient, and anything unexpected
 		p.decideTransient(&d, op, out, now, rnd, "transient failure")
 	}
-	d.MaybeApplied = class == providers.ClassUnknownOutcome
+	d.MaybeApplied = class == providers.ClassUnknownOutcome || (op.Kind == KindMutation && out.Ambiguous)
 	d.Uncounted = class == providers.ClassRateLimited
 	p.neverFailMaybeApplied(&d, op)
 	d.NextAttemptAt = d.NextAttemptAt.Truncate(time.Millisecond)

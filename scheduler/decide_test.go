@@ -286,6 +286,14 @@ func TestDecideRecordsMaybeAppliedAndCounts(t *testing.T) {
 			t.Errorf("%s %s: maybeApplied=%v uncounted=%v, want %v %v", tt.kind, tt.class, d.MaybeApplied, d.Uncounted, tt.maybe, tt.uncounted)
 		}
 	}
+	// An ambiguous answer retried with the key (transient) may have applied.
+	ambiguous := providers.Outcome{Class: providers.ClassTransient, Status: 502, Ambiguous: true}
+	if d := p.Decide(testOp(scheduler.KindMutation, "POST", 1), stripeIdem, ambiguous, t0, half); !d.MaybeApplied || d.State != scheduler.StateScheduled {
+		t.Errorf("keyed ambiguous 502: %s maybeApplied=%v, want scheduled and maybe applied", d.State, d.MaybeApplied)
+	}
+	if d := p.Decide(testOp(scheduler.KindRead, "GET", 1), stripeIdem, ambiguous, t0, half); d.MaybeApplied {
+		t.Error("an ambiguous answer to a read is recorded as maybe applied")
+	}
 	// A lost lease of a mutation may have applied it.
 	if _, d := p.Recover(testOp(scheduler.KindMutation, "POST", 1), stripeIdem, t0, "restart"); !d.MaybeApplied {
 		t.Error("a recovered mutation is not recorded as maybe applied")

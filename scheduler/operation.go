@@ -102,7 +102,8 @@ type Operation struct {
 	FirstSentAt time.Time
 	ContentHash string
 	// MaybeApplied is true once an attempt of this mutation ended with an
-	// uncertain outcome (or its lease was lost in flight): the effect may
+	// uncertain outcome (an unknownOutcome answer, an ambiguous one resent
+	// with the idempotency key, or a lease lost in flight): the effect may
 	// have happened, so the operation never ends failed on its own (design
 	// §11); only a confirmed success, a person's resolve or a cancel ends
 	// it. It survives a release; a resolve clears it.
@@ -121,8 +122,9 @@ type Decision struct {
 	Reason string
 	Result *Result
 	// MaybeApplied is true when this attempt may have applied its mutation
-	// (an uncertain outcome): the completion records it on the operation
-	// (Operation.MaybeApplied), where it stays.
+	// (an unknown outcome, or an ambiguous answer resent with the key): the
+	// completion records it on the operation (Operation.MaybeApplied),
+	// where it stays.
 	MaybeApplied bool
 	// Uncounted is true when this attempt does not count toward the retry
 	// budget's MaxAttempts (a rate-limited answer): the completion gives

@@ -111,6 +111,20 @@ func TestMaybeAppliedStripeMutationIsHeld(t *testing.T) {
 	}
 }
 
+// A keyed mutation's ambiguous 502 is resent with the key (transient), but
+// it may have applied: 503s until the attempts are spent hold it.
+func TestKeyedAmbiguousMutationIsHeld(t *testing.T) {
+	h := setup(t, scheduler.EngineConfig{})
+	prov := newProvider(t, h.clock)
+	h.scope("keyed", prov.URL, "Idempotency-Key", 1)
+	prov.script("/k", answer{status: 502}, answer{status: 503})
+	h.enqueue(scheduler.OperationInput{ID: "k", Scope: "keyed", Method: "POST", Path: "/k", Body: []byte(`{}`), ContentType: "application/json", MaxAttempts: 3})
+	op := h.runUntilSettled("k", 5*time.Second, 20)
+	if op.State != scheduler.StateHeld || op.HoldReason != scheduler.HoldUnknownOutcome || !op.MaybeApplied || op.Attempt != 3 {
+		t.Fatalf("%s/%s/%s maybeApplied=%v after %d attempts, want held/unknownOutcome after 3", op.State, op.HoldReason, op.FailureReason, op.MaybeApplied, op.Attempt)
+	}
+}
+
 // A mutation whose lease was lost in flight (a restart recovers it) may
 // have applied: answers that would fail it later hold it instead.
 func TestRecoveredMutationIsNeverFailed(t *testing.T) {
