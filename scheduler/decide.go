@@ -28,8 +28,13 @@ func (p Policy) Decide(op Operation, idem providers.Idempotency, out providers.O
 		d.Scope.PauseUntil, d.Scope.PauseReason = until, "budget spent: remaining 0 until reset"
 	}
 	class := out.Class
-	if class == providers.ClassUnknownOutcome && op.Kind == KindRead {
+	switch {
+	case class == providers.ClassUnknownOutcome && op.Kind == KindRead:
 		class = providers.ClassTransient // a read has no effect to doubt
+	case class == providers.ClassTransient && out.Ambiguous && op.Kind == KindMutation:
+		// Safe to resend with the key, but the effect is in doubt all the
+		// same: invariant 4 (the key's retention) and §11 apply.
+		class = providers.ClassUnknownOutcome
 	}
 	switch class {
 	case providers.ClassSuccess:
@@ -48,7 +53,7 @@ func (p Policy) Decide(op Operation, idem providers.Idempotency, out providers.O
 	default: // transient, and anything unexpected
 		p.decideTransient(&d, op, out, now, rnd, "transient failure")
 	}
-	d.MaybeApplied = class == providers.ClassUnknownOutcome || (op.Kind == KindMutation && out.Ambiguous)
+	d.MaybeApplied = class == providers.ClassUnknownOutcome
 	d.Uncounted = class == providers.ClassRateLimited
 	p.neverFailMaybeApplied(&d, op)
 	d.NextAttemptAt = d.NextAttemptAt.Truncate(time.Millisecond)

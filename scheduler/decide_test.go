@@ -114,6 +114,11 @@ func TestDecideUncertainPastRetention(t *testing.T) {
 	if !strings.Contains(d.Reason, "retention") {
 		t.Errorf("reason %q does not mention retention", d.Reason)
 	}
+	// So is an ambiguous answer the key made resendable (a keyed 502).
+	d = p.Decide(op, stripeIdem, providers.Outcome{Class: providers.ClassTransient, Status: 502, Ambiguous: true}, t0, half)
+	if d.State != scheduler.StateHeld || d.HoldReason != scheduler.HoldUnknownOutcome || !strings.Contains(d.Reason, "retention") {
+		t.Fatalf("keyed ambiguous 502 past retention: %s/%s (%s), want held/unknownOutcome for retention", d.State, d.HoldReason, d.Reason)
+	}
 }
 
 // Invariant 5: whatever the provider says, an operation that keeps failing

@@ -59,11 +59,12 @@ type Store interface {
 	// ReleaseOperation moves a held or failed operation to scheduled at
 	// `at`, with the same request identity and a fresh retry budget
 	// (BudgetAttempts 0, Deadline at+Retry.MaxElapsed), clears its hold and
-	// failure reasons and records act. ErrInvalidTransition for other
-	// states, ErrNotFound for unknown IDs.
+	// failure reasons (MaybeApplied stays) and records act.
+	// ErrInvalidTransition for other states, ErrNotFound for unknown IDs.
 	ReleaseOperation(ctx context.Context, id string, at time.Time, act Action) (Operation, error)
 	// ResolveOperation ends a held unknownOutcome operation as succeeded or
-	// as failed (FailureResolvedFailed) and records act.
+	// as failed (FailureResolvedFailed), clears MaybeApplied (a person
+	// settled it) and records act.
 	// ErrInvalidTransition unless the operation is held for unknownOutcome.
 	ResolveOperation(ctx context.Context, id string, succeeded bool, act Action) (Operation, error)
 	// CancelOperation cancels an operation whose state CanCancel and
@@ -83,8 +84,10 @@ type Store interface {
 	// Complete applies completions in one transaction. Each is fenced: it
 	// applies only when the operation is still running with the
 	// completion's LeaseToken. A fenced-out completion changes no operation
-	// or scope; its attempt row is marked stale. applied[i] reports whether
-	// cs[i] took effect.
+	// or scope; its attempt row is marked stale. An applied one sets
+	// MaybeApplied when its Decision says so (never unsets it) and gives
+	// back the claim's BudgetAttempts count when its Decision is Uncounted.
+	// applied[i] reports whether cs[i] took effect.
 	Complete(ctx context.Context, cs []Completion) (applied []bool, err error)
 	// ListRunning returns running operations whose lease expires at or
 	// before expiredBy (all running operations when expiredBy is zero),
