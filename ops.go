@@ -192,10 +192,13 @@ func printOperation(c *cli.Context, op httpapi.Operation) error {
 	row("next attempt", showTime(op.NextAttemptAt))
 	row("request", op.Request.Method+" "+op.Request.Path)
 	row("request identity", op.RequestIdentity)
-	row("retry", fmt.Sprintf("%d attempts within %s", op.Retry.MaxAttempts, op.Retry.MaxElapsed))
+	row("retry", fmt.Sprintf("%d attempts within %s (rate limits do not count)", op.Retry.MaxAttempts, op.Retry.MaxElapsed))
 	row("created", showTime(op.CreatedAt))
 	row("updated", showTime(op.UpdatedAt))
 	row("deadline", showTime(op.Deadline))
+	if op.MaybeApplied {
+		row("may have applied", "yes: an attempt got no definite answer, so it is held rather than failed")
+	}
 	if lo := op.LastOutcome; lo != nil {
 		row("last outcome", outcomeSummary(lo.Class, lo.Status, lo.Hint, lo.Detail))
 	}

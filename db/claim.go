@@ -295,7 +295,7 @@ const claimedColumns = `id, scope_id, operation_id, '', '', kind, method, path,
 	headers, body, content_type, request_identity, state, attempt, budget_attempts,
 	next_attempt_at, hold_reason, failure_reason, last_outcome, created_at, updated_at,
 	deadline, max_attempts, max_elapsed_ms, result, lease_token, lease_expires_at,
-	first_sent_at, content_hash`
+	first_sent_at, content_hash, maybe_applied`
 
 // withScopes pairs operations with their scopes, reading each scope once.
 func (db *DB) withScopes(ctx context.Context, tx *sql.Tx, ops []opRow) ([]scheduler.Claim, error) {

@@ -18,7 +18,8 @@ import (
 // completion's LeaseToken. An applied completion sets the decided state,
 // next attempt time (NULL unless the state waits for one), hold and failure
 // reasons, last outcome (from Outcome at FinishedAt), result; clears the
-// lease expiry; finishes the attempt row (class, status, hint, reason,
+// lease expiry; records MaybeApplied on the operation (never unsets it);
+// gives back the attempt's count toward MaxAttempts when Uncounted; finishes the attempt row (class, status, hint, reason,
 // bounded detail, decided state and time, decision text); and applies the
 // scope effect: a pause only ever lengthened, a hold, the budget figures
 // replaced. A fenced-out completion changes no operation or scope: only
@@ -87,10 +88,12 @@ func completeAttempt(ctx context.Context, tx *sql.Tx, c scheduler.Completion) (b
 	var rowID, scopeID int64
 	err = tx.QueryRowContext(ctx, `
 		UPDATE operations SET state = ?, next_attempt_at = ?, hold_reason = ?, failure_reason = ?,
-			last_outcome = ?, result = ?, lease_expires_at = NULL, updated_at = ?
+			last_outcome = ?, result = ?, lease_expires_at = NULL, updated_at = ?,
+			maybe_applied = max(maybe_applied, ?), budget_attempts = max(budget_attempts - ?, 0)
 		WHERE operation_id = ? AND state = 'running' AND lease_token = ?
 		RETURNING id, scope_id`,
 		string(d.State), next, hold, failure, string(lastOutcome), result, millis(c.FinishedAt),
+		boolInt(d.MaybeApplied), boolInt(d.Uncounted),
 		c.OperationID, c.LeaseToken).Scan(&rowID, &scopeID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, markStale(ctx, tx, c)
@@ -183,6 +186,14 @@ func applyScopeEffect(ctx context.Context, tx *sql.Tx, scopeID int64, e schedule
 		}
 	}
 	return nil
+}
+
+// boolInt is b as SQLite stores a boolean.
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // hintOf returns the hint to store, nil when the answer carried none.

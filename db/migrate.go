@@ -18,9 +18,25 @@ var schema string
 // never edit or reorder a step that has shipped; add a new one.
 func migrations() []string {
 	return []string{
-		// version 2 goes here.
+		maybeAppliedAndDeadlines,
 	}
 }
+
+// maybeAppliedAndDeadlines (design §11) records on each operation whether
+// an attempt of it may have applied its mutation (maybe_applied, set by a
+// completion whose attempt had an uncertain outcome, cleared only by a
+// resolve), filled in for existing operations from their attempts; and
+// indexes the deadlines of waiting operations, so the ones a deadline
+// ends while they wait are found without reading the backlog.
+const maybeAppliedAndDeadlines = `
+ALTER TABLE operations ADD COLUMN maybe_applied INTEGER NOT NULL DEFAULT 0 CHECK (maybe_applied IN (0, 1));
+UPDATE operations SET maybe_applied = 1
+WHERE kind = 'mutation' AND state NOT IN ('succeeded', 'canceled')
+	AND coalesce(failure_reason, '') <> 'resolvedFailed'
+	AND EXISTS (SELECT 1 FROM attempts a WHERE a.operation_id = operations.id AND a.class = 'unknownOutcome');
+CREATE INDEX operations_waiting_deadline ON operations (deadline)
+	WHERE state IN ('scheduled', 'waitingForBudget');
+`
 
 // SchemaVersion is the schema version this binary writes and expects
 // (PRAGMA user_version).

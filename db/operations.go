@@ -21,7 +21,7 @@ const operationColumns = `o.id, o.scope_id, o.operation_id, s.name, s.provider, 
 	o.headers, o.body, o.content_type, o.request_identity, o.state, o.attempt, o.budget_attempts,
 	o.next_attempt_at, o.hold_reason, o.failure_reason, o.last_outcome, o.created_at, o.updated_at,
 	o.deadline, o.max_attempts, o.max_elapsed_ms, o.result, o.lease_token, o.lease_expires_at,
-	o.first_sent_at, o.content_hash`
+	o.first_sent_at, o.content_hash, o.maybe_applied`
 
 // operationFrom is the FROM clause that goes with operationColumns.
 const operationFrom = ` FROM operations o JOIN scopes s ON s.id = o.scope_id `
@@ -48,7 +48,7 @@ func scanOperation(row interface{ Scan(...any) error }) (opRow, error) {
 		&headers, &o.Request.Body, &o.Request.ContentType, &o.RequestIdentity, &o.State, &o.Attempt, &o.BudgetAttempts,
 		&nextAttemptAt, &hold, &failure, &lastOutcome, &createdAt, &updatedAt,
 		&deadline, &o.Retry.MaxAttempts, &maxElapsedMS, &result, &o.LeaseToken, &leaseExpires,
-		&first, &o.ContentHash)
+		&first, &o.ContentHash, &o.MaybeApplied)
 	if err != nil {
 		return opRow{}, err
 	}
@@ -425,7 +425,8 @@ func releaseOperation(ctx context.Context, tx *sql.Tx, id string, at time.Time, 
 }
 
 // ResolveOperation ends a held unknownOutcome operation as succeeded, or as
-// failed with FailureResolvedFailed, and records act ("resolve").
+// failed with FailureResolvedFailed, and records act ("resolve"). A person
+// settled what happened, so MaybeApplied is cleared.
 // ErrInvalidTransition unless the operation is held for unknownOutcome.
 func (db *DB) ResolveOperation(ctx context.Context, id string, succeeded bool, act scheduler.Action) (scheduler.Operation, error) {
 	tx, err := db.beginWrite(ctx)
@@ -456,7 +457,8 @@ func resolveOperation(ctx context.Context, tx *sql.Tx, id string, succeeded bool
 		to, failure = scheduler.StateFailed, nullString(string(scheduler.FailureResolvedFailed))
 	}
 	_, err = tx.ExecContext(ctx, `
-		UPDATE operations SET state = ?, hold_reason = NULL, failure_reason = ?, next_attempt_at = NULL, updated_at = ?
+		UPDATE operations SET state = ?, hold_reason = NULL, failure_reason = ?, next_attempt_at = NULL,
+			maybe_applied = 0, updated_at = ?
 		WHERE id = ?`,
 		string(to), failure, millis(act.At), r.id)
 	if err != nil {

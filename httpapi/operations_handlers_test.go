@@ -578,8 +578,8 @@ func TestManualActions(t *testing.T) {
 		holdAll(t, b, 2)
 
 		op := decodeAs[httpapi.Operation](t, b.do(http.MethodGet, opPath("op-1", ""), ""), http.StatusOK)
-		if op.State != "held" || op.HoldReason == nil || *op.HoldReason != "unknownOutcome" {
-			t.Fatalf("got state %q hold %v, want held for unknownOutcome", op.State, op.HoldReason)
+		if op.State != "held" || op.HoldReason == nil || *op.HoldReason != "unknownOutcome" || !op.MaybeApplied {
+			t.Fatalf("got state %q hold %v maybeApplied %v, want held for unknownOutcome, maybe applied", op.State, op.HoldReason, op.MaybeApplied)
 		}
 		if op.LastOutcome == nil || op.LastOutcome.Class != "unknownOutcome" || op.LastOutcome.Status == nil || *op.LastOutcome.Status != 502 {
 			t.Fatalf("lastOutcome: got %+v, want unknownOutcome 502", op.LastOutcome)
@@ -601,8 +601,8 @@ func TestManualActions(t *testing.T) {
 		at := b.svc.Now().Add(time.Hour)
 		op = decodeAs[httpapi.Operation](t, b.do(http.MethodPost, opPath("op-1", "/release"),
 			`{"at":"`+at.Format(time.RFC3339)+`","reason":"provider confirmed nothing happened"}`), http.StatusOK)
-		if op.State != "scheduled" || op.NextAttemptAt == nil || !op.NextAttemptAt.Equal(at) || op.HoldReason != nil {
-			t.Fatalf("released: got state %q at %v hold %v", op.State, op.NextAttemptAt, op.HoldReason)
+		if op.State != "scheduled" || op.NextAttemptAt == nil || !op.NextAttemptAt.Equal(at) || op.HoldReason != nil || !op.MaybeApplied {
+			t.Fatalf("released: got state %q at %v hold %v maybeApplied %v (a release keeps it)", op.State, op.NextAttemptAt, op.HoldReason, op.MaybeApplied)
 		}
 		if got, want := op.RequestIdentity, "original-operation-request"; got != want {
 			t.Fatalf("requestIdentity: got %q, want %q", got, want)
@@ -610,8 +610,8 @@ func TestManualActions(t *testing.T) {
 
 		op = decodeAs[httpapi.Operation](t, b.do(http.MethodPost, opPath("op-2", "/resolve"),
 			`{"outcome":"succeeded","reason":"issue exists at the provider"}`), http.StatusOK)
-		if got, want := op.State, "succeeded"; got != want {
-			t.Fatalf("resolved: got %q, want %q", got, want)
+		if got, want := op.State, "succeeded"; got != want || op.MaybeApplied {
+			t.Fatalf("resolved: got %q maybeApplied %v, want %q and settled", got, op.MaybeApplied, want)
 		}
 		audit := decodeAs[httpapi.AuditList](t, b.do(http.MethodGet, opPath("op-2", "/audit"), ""), http.StatusOK)
 		if got, want := len(audit.Audit), 1; got != want {
@@ -633,7 +633,7 @@ func holdAll(t *testing.T, b *testBundle, n int) {
 			Class: providers.ClassUnknownOutcome, Status: 502, Reason: "ambiguous-5xx", Detail: "bad gateway",
 			Hint: providers.Hint{Source: "retry-after", Raw: "abc", Note: "not a number"},
 		},
-		scheduler.Decision{State: scheduler.StateHeld, HoldReason: scheduler.HoldUnknownOutcome, Reason: "mutation may have been applied"})
+		scheduler.Decision{State: scheduler.StateHeld, HoldReason: scheduler.HoldUnknownOutcome, Reason: "mutation may have been applied", MaybeApplied: true})
 }
 
 // completeDue claims n due operations through the store, as the engine

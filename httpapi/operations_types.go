@@ -48,9 +48,11 @@ type Request struct {
 	BodyBase64 *string `json:"bodyBase64,omitempty"`
 }
 
-// Retry is an operation's retry budget: at most MaxAttempts attempts within
-// MaxElapsed, a Go duration string such as "24h". Zero values ask for the
-// server defaults; the server clamps both to its maxima.
+// Retry is an operation's retry budget: at most MaxAttempts attempts that
+// ended in a transient failure or a resent uncertain outcome (rate-limited
+// answers do not count), all within MaxElapsed, a Go duration string such
+// as "24h". Zero values ask for the server defaults; the server clamps both
+// to its maxima.
 type Retry struct {
 	MaxAttempts int    `json:"maxAttempts,omitempty"`
 	MaxElapsed  string `json:"maxElapsed,omitempty"`
@@ -100,8 +102,12 @@ type Operation struct {
 	UpdatedAt       *time.Time `json:"updatedAt"`
 	// Deadline ends the current retry budget.
 	Deadline *time.Time `json:"deadline"`
-	Retry    Retry      `json:"retry"`
-	Request  Request    `json:"request"`
+	// MaybeApplied is true once an attempt of this mutation may have
+	// applied it without a definite answer: it never ends failed by itself
+	// (held with unknownOutcome instead).
+	MaybeApplied bool    `json:"maybeApplied"`
+	Retry        Retry   `json:"retry"`
+	Request      Request `json:"request"`
 	// Result is the provider's answer, present once it succeeded.
 	Result *Result `json:"result,omitempty"`
 }
@@ -310,6 +316,7 @@ func newOperation(op scheduler.Operation) Operation {
 		CreatedAt:       optTime(op.CreatedAt),
 		UpdatedAt:       optTime(op.UpdatedAt),
 		Deadline:        optTime(op.Deadline),
+		MaybeApplied:    op.MaybeApplied,
 		Retry:           Retry{MaxAttempts: op.Retry.MaxAttempts, MaxElapsed: formatDuration(op.Retry.MaxElapsed)},
 		Request:         newRequest(op.Request),
 	}

@@ -239,7 +239,7 @@ func (b *uiBundle) holdUnknown() {
 		Class: providers.ClassUnknownOutcome, Status: 502, Reason: "server-error",
 		Detail: "bad gateway from https://api.example.com/things?access_token=tok-in-path-3c1f&page=2",
 		Hint:   providers.Hint{Source: "retry-after", Raw: "soon", Note: "not a number or date"},
-	}, scheduler.Decision{State: scheduler.StateHeld, HoldReason: scheduler.HoldUnknownOutcome, Reason: "outcome unknown: no idempotency key"})
+	}, scheduler.Decision{State: scheduler.StateHeld, HoldReason: scheduler.HoldUnknownOutcome, Reason: "outcome unknown: no idempotency key", MaybeApplied: true})
 }
 
 // op reads an operation.
@@ -503,7 +503,7 @@ func TestUI_Actions(t *testing.T) {
 		if loc := p.Header.Get("Location"); loc != "/ui/operations/rel-now" {
 			t.Fatalf("redirect to %q", loc)
 		}
-		wantIn(t, b.follow(p), http.StatusOK, "Released: it will be sent again now", "checked: not created", "<strong>alice</strong>")
+		wantIn(t, b.follow(p), http.StatusOK, "Released: it will be sent again now", "checked: not created", "<strong>alice</strong>", "May have applied")
 		if op := b.op("rel-now"); op.State != scheduler.StateScheduled || !op.NextAttemptAt.Equal(b.svc.Now()) || op.RequestIdentity != "rel-now" {
 			t.Fatalf("after release: %s at %s", op.State, op.NextAttemptAt)
 		}

@@ -182,3 +182,35 @@ func TestGenericIdempotency(t *testing.T) {
 		t.Errorf("defaults: got %+v", got)
 	}
 }
+
+// Ambiguous marks an answer that leaves a mutation's effect in doubt, also
+// where the idempotency key makes a resend safe (and the class transient):
+// the scheduler must remember that the effect may have happened.
+func TestAmbiguous(t *testing.T) {
+	generic := providers.NewGeneric(providers.Options{IdempotencyHeader: "Idempotency-Key"})
+	stripe := providers.NewStripe()
+	tests := []struct {
+		name      string
+		p         providers.Profile
+		ex        exchange
+		class     providers.Class
+		ambiguous bool
+	}{
+		{"GenericKeyed502", generic, exchange{method: "POST", key: true, status: 502}, providers.ClassTransient, true},
+		{"GenericUnkeyed502", generic, exchange{method: "POST", status: 502}, providers.ClassUnknownOutcome, true},
+		{"GenericRead502", generic, exchange{status: 502}, providers.ClassTransient, false},
+		{"Generic503", generic, exchange{method: "POST", key: true, status: 503}, providers.ClassTransient, false},
+		{"Generic409InFlight", generic, exchange{method: "POST", key: true, status: 409}, providers.ClassTransient, false},
+		{"StripeKeyed502", stripe, exchange{method: "POST", key: true, status: 502}, providers.ClassTransient, true},
+		{"StripeKeyInUse", stripe, exchange{method: "POST", key: true, status: 409, body: `{"error":{"type":"invalid_request_error","code":"idempotency_key_in_use"}}`}, providers.ClassTransient, false},
+		{"StripeRateLimited", stripe, exchange{method: "POST", key: true, status: 429}, providers.ClassRateLimited, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := tt.p.Classify(tt.ex.build())
+			if o.Class != tt.class || o.Ambiguous != tt.ambiguous {
+				t.Fatalf("class %s ambiguous %v, want %s %v", o.Class, o.Ambiguous, tt.class, tt.ambiguous)
+			}
+		})
+	}
+}

@@ -112,6 +112,12 @@ type Outcome struct {
 	// this answer under the idempotency key: resending the same key replays
 	// it, so a resend cannot settle the doubt.
 	KeyBound bool
+	// Ambiguous is true when the answer leaves a mutation's effect in
+	// doubt: its signal is an unknown outcome, even where the class is
+	// transient because the request carried an idempotency key that makes
+	// a resend safe (an ambiguous 5xx). The effect may have happened all
+	// the same, and the scheduler records that (design §11).
+	Ambiguous bool
 	// Reason is a short machine-readable cause ("secondary-rate-limit",
 	// "permission", "validation", "connection-reset"); may be empty.
 	Reason string

@@ -134,6 +134,7 @@ func (t *table) Classify(ex Exchange) Outcome {
 	}
 	o.Shared = ru.Shared && o.Class == ClassRateLimited
 	o.KeyBound = ru.KeyBound && o.Class == ClassUnknownOutcome && ex.IdempotencyKeySent
+	o.Ambiguous = ex.Mutation && ru.Class == ClassUnknownOutcome
 	var notes []string
 	if t.diag != nil {
 		notes = append(notes, t.diag(r)...)

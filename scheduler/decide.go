@@ -28,8 +28,13 @@ func (p Policy) Decide(op Operation, idem providers.Idempotency, out providers.O
 		d.Scope.PauseUntil, d.Scope.PauseReason = until, "budget spent: remaining 0 until reset"
 	}
 	class := out.Class
-	if class == providers.ClassUnknownOutcome && op.Kind == KindRead {
+	switch {
+	case class == providers.ClassUnknownOutcome && op.Kind == KindRead:
 		class = providers.ClassTransient // a read has no effect to doubt
+	case class == providers.ClassTransient && out.Ambiguous && op.Kind == KindMutation:
+		// Safe to resend with the key, but the effect is in doubt all the
+		// same: invariant 4 (the key's retention) and §11 apply.
+		class = providers.ClassUnknownOutcome
 	}
 	switch class {
 	case providers.ClassSuccess:
@@ -48,7 +53,41 @@ func (p Policy) Decide(op Operation, idem providers.Idempotency, out providers.O
 	default: // transient, and anything unexpected
 		p.decideTransient(&d, op, out, now, rnd, "transient failure")
 	}
+	d.MaybeApplied = class == providers.ClassUnknownOutcome
+	d.Uncounted = class == providers.ClassRateLimited
+	p.neverFailMaybeApplied(&d, op)
 	d.NextAttemptAt = d.NextAttemptAt.Truncate(time.Millisecond)
+	return d
+}
+
+// neverFailMaybeApplied applies design §11 "Once a mutation may have
+// applied, it never ends failed": a decision to fail an operation one of
+// whose attempts (this one included) had an uncertain outcome becomes a
+// hold for a person (unknownOutcome), whatever the cause of the failure
+// (retry budget, deadline, a hint past it, a permanent answer). failed
+// would tell a client that the effect did not happen.
+func (p Policy) neverFailMaybeApplied(d *Decision, op Operation) {
+	if d.State != StateFailed || !(op.MaybeApplied || d.MaybeApplied) {
+		return
+	}
+	which := "an earlier attempt"
+	if d.MaybeApplied {
+		which = "this attempt"
+	}
+	d.State, d.HoldReason, d.FailureReason = StateHeld, HoldUnknownOutcome, ""
+	d.NextAttemptAt = time.Time{}
+	d.Reason = fmt.Sprintf("outcome unknown: %s may have applied, so it is held instead of failed (%s); a person must check the provider and resolve it", which, d.Reason)
+}
+
+// Expire decides for an operation whose deadline passed while it waited
+// (scheduled or waitingForBudget, however long its scope held it back)
+// at now: its retry budget is exhausted, so it fails, unless it is a
+// mutation that may have applied, which is held (design §11).
+func (p Policy) Expire(op Operation, now time.Time) Decision {
+	var d Decision
+	p.exhausted(&d, fmt.Sprintf("the deadline %s passed while it waited (%s, attempt %d); checked at %s",
+		op.Deadline.Format(time.RFC3339), op.State, op.Attempt, now.UTC().Format(time.RFC3339)))
+	p.neverFailMaybeApplied(&d, op)
 	return d
 }
 
@@ -125,9 +164,7 @@ func (p Policy) decideUncertain(d *Decision, op Operation, idem providers.Idempo
 	}
 	p.decideTransient(d, op, out, now, rnd, "uncertain outcome, resend with the same idempotency key")
 	if d.State == StateFailed {
-		hold("the retry budget is spent")
-		d.FailureReason = ""
-		return
+		return // the budget is spent: Decide holds it (neverFailMaybeApplied)
 	}
 	keyExpires := op.FirstSentAt.Add(idem.Retention - uncertainMargin)
 	if op.FirstSentAt.IsZero() || d.NextAttemptAt.After(keyExpires) {
@@ -152,6 +189,7 @@ func (p Policy) Recover(op Operation, idem providers.Idempotency, now time.Time,
 	if now.After(op.Deadline) {
 		p.exhausted(&d, "interrupted after the deadline")
 	}
+	p.neverFailMaybeApplied(&d, op)
 	return out, d
 }
 

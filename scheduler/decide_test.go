@@ -114,6 +114,11 @@ func TestDecideUncertainPastRetention(t *testing.T) {
 	if !strings.Contains(d.Reason, "retention") {
 		t.Errorf("reason %q does not mention retention", d.Reason)
 	}
+	// So is an ambiguous answer the key made resendable (a keyed 502).
+	d = p.Decide(op, stripeIdem, providers.Outcome{Class: providers.ClassTransient, Status: 502, Ambiguous: true}, t0, half)
+	if d.State != scheduler.StateHeld || d.HoldReason != scheduler.HoldUnknownOutcome || !strings.Contains(d.Reason, "retention") {
+		t.Fatalf("keyed ambiguous 502 past retention: %s/%s (%s), want held/unknownOutcome for retention", d.State, d.HoldReason, d.Reason)
+	}
 }
 
 // Invariant 5: whatever the provider says, an operation that keeps failing
@@ -201,5 +206,119 @@ func TestDecideSharedLimitPausesGroup(t *testing.T) {
 	out.Shared = false
 	if d := p.Decide(testOp(scheduler.KindRead, "GET", 1), providers.Idempotency{}, out, t0, half); d.Scope.Shared {
 		t.Fatal("a per-scope limit paused the group")
+	}
+}
+
+// Design §11 "Once a mutation may have applied, it never ends failed":
+// after an uncertain attempt every path that would fail the operation
+// holds it (unknownOutcome) instead; without one the same answers fail it.
+func TestDecideMaybeAppliedNeverFails(t *testing.T) {
+	p := scheduler.DefaultPolicy()
+	beyond := providers.Hint{Source: "retry-after", Raw: "x", At: t0.Add(100 * 24 * time.Hour)}
+	tests := []struct {
+		name    string
+		op      func(*scheduler.Operation)
+		out     providers.Outcome
+		failure scheduler.FailureReason // when not maybe applied
+	}{
+		{name: "attempts spent", op: func(o *scheduler.Operation) { o.BudgetAttempts = o.Retry.MaxAttempts },
+			out: providers.Outcome{Class: providers.ClassTransient, Status: 503}, failure: scheduler.FailureRetryBudgetExhausted},
+		{name: "next attempt after the deadline", op: func(o *scheduler.Operation) { o.Deadline = t0.Add(100 * time.Millisecond) },
+			out: providers.Outcome{Class: providers.ClassTransient, Status: 409, Reason: "idempotency-key-in-use"}, failure: scheduler.FailureRetryBudgetExhausted},
+		{name: "transient hint beyond the deadline", out: providers.Outcome{Class: providers.ClassTransient, Status: 503, Hint: beyond}, failure: scheduler.FailureRetryBudgetExhausted},
+		{name: "rate-limit hint beyond the deadline", out: providers.Outcome{Class: providers.ClassRateLimited, Status: 429, Hint: beyond}, failure: scheduler.FailureRetryBudgetExhausted},
+		{name: "rate limited past the deadline", op: func(o *scheduler.Operation) { o.Deadline = t0.Add(time.Second) },
+			out: providers.Outcome{Class: providers.ClassRateLimited, Status: 429}, failure: scheduler.FailureRetryBudgetExhausted},
+		{name: "permanent answer", out: providers.Outcome{Class: providers.ClassPermanent, Status: 400}, failure: scheduler.FailurePermanent},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			op := testOp(scheduler.KindMutation, "POST", 2)
+			if tt.op != nil {
+				tt.op(&op)
+			}
+			d := p.Decide(op, stripeIdem, tt.out, t0, half)
+			if d.State != scheduler.StateFailed || d.FailureReason != tt.failure {
+				t.Fatalf("without an uncertain attempt: %s/%s, want failed/%s (%s)", d.State, d.FailureReason, tt.failure, d.Reason)
+			}
+			op.MaybeApplied = true
+			d = p.Decide(op, stripeIdem, tt.out, t0, half)
+			if d.State != scheduler.StateHeld || d.HoldReason != scheduler.HoldUnknownOutcome || d.FailureReason != "" || !d.NextAttemptAt.IsZero() {
+				t.Fatalf("after an uncertain attempt: %s/%s/%s next %s, want held/unknownOutcome", d.State, d.HoldReason, d.FailureReason, d.NextAttemptAt)
+			}
+			if !strings.Contains(d.Reason, "earlier attempt may have applied") {
+				t.Errorf("reason %q does not say an earlier attempt may have applied", d.Reason)
+			}
+		})
+	}
+
+	// The uncertain attempt itself, when the budget is spent.
+	op := testOp(scheduler.KindMutation, "POST", 5)
+	d := p.Decide(op, stripeIdem, providers.Outcome{Class: providers.ClassUnknownOutcome, Reason: "timeout"}, t0, half)
+	if d.State != scheduler.StateHeld || d.HoldReason != scheduler.HoldUnknownOutcome || !d.MaybeApplied {
+		t.Fatalf("uncertain attempt with the budget spent: %s/%s maybeApplied=%v", d.State, d.HoldReason, d.MaybeApplied)
+	}
+	if !strings.Contains(d.Reason, "this attempt may have applied") {
+		t.Errorf("reason %q", d.Reason)
+	}
+	// A read has no effect to doubt: it fails as usual and records nothing.
+	read := testOp(scheduler.KindRead, "GET", 5)
+	if d := p.Decide(read, stripeIdem, providers.Outcome{Class: providers.ClassUnknownOutcome}, t0, half); d.State != scheduler.StateFailed || d.MaybeApplied {
+		t.Fatalf("uncertain read: %s maybeApplied=%v, want failed and not maybe applied", d.State, d.MaybeApplied)
+	}
+}
+
+// Which answers record a possible effect, and which give their attempt
+// back (design §11 "Rate limits do not spend retries").
+func TestDecideRecordsMaybeAppliedAndCounts(t *testing.T) {
+	p := scheduler.DefaultPolicy()
+	tests := []struct {
+		kind             scheduler.Kind
+		class            providers.Class
+		maybe, uncounted bool
+	}{
+		{scheduler.KindMutation, providers.ClassUnknownOutcome, true, false},
+		{scheduler.KindRead, providers.ClassUnknownOutcome, false, false},
+		{scheduler.KindMutation, providers.ClassTransient, false, false},
+		{scheduler.KindMutation, providers.ClassRateLimited, false, true},
+		{scheduler.KindRead, providers.ClassRateLimited, false, true},
+		{scheduler.KindMutation, providers.ClassSuccess, false, false},
+		{scheduler.KindMutation, providers.ClassPermanent, false, false},
+	}
+	for _, tt := range tests {
+		d := p.Decide(testOp(tt.kind, "POST", 1), stripeIdem, providers.Outcome{Class: tt.class}, t0, half)
+		if d.MaybeApplied != tt.maybe || d.Uncounted != tt.uncounted {
+			t.Errorf("%s %s: maybeApplied=%v uncounted=%v, want %v %v", tt.kind, tt.class, d.MaybeApplied, d.Uncounted, tt.maybe, tt.uncounted)
+		}
+	}
+	// An ambiguous answer retried with the key (transient) may have applied.
+	ambiguous := providers.Outcome{Class: providers.ClassTransient, Status: 502, Ambiguous: true}
+	if d := p.Decide(testOp(scheduler.KindMutation, "POST", 1), stripeIdem, ambiguous, t0, half); !d.MaybeApplied || d.State != scheduler.StateScheduled {
+		t.Errorf("keyed ambiguous 502: %s maybeApplied=%v, want scheduled and maybe applied", d.State, d.MaybeApplied)
+	}
+	if d := p.Decide(testOp(scheduler.KindRead, "GET", 1), stripeIdem, ambiguous, t0, half); d.MaybeApplied {
+		t.Error("an ambiguous answer to a read is recorded as maybe applied")
+	}
+	// A lost lease of a mutation may have applied it.
+	if _, d := p.Recover(testOp(scheduler.KindMutation, "POST", 1), stripeIdem, t0, "restart"); !d.MaybeApplied {
+		t.Error("a recovered mutation is not recorded as maybe applied")
+	}
+	if _, d := p.Recover(testOp(scheduler.KindRead, "GET", 1), stripeIdem, t0, "restart"); d.MaybeApplied {
+		t.Error("a recovered read is recorded as maybe applied")
+	}
+}
+
+// Design §11 "Deadlines end work even when it never ran".
+func TestExpire(t *testing.T) {
+	p := scheduler.DefaultPolicy()
+	op := testOp(scheduler.KindMutation, "POST", 0)
+	op.State = scheduler.StateScheduled
+	d := p.Expire(op, t0)
+	if d.State != scheduler.StateFailed || d.FailureReason != scheduler.FailureRetryBudgetExhausted || !strings.Contains(d.Reason, "deadline") {
+		t.Fatalf("expired: %s/%s (%s), want failed/retryBudgetExhausted", d.State, d.FailureReason, d.Reason)
+	}
+	op.MaybeApplied = true
+	if d := p.Expire(op, t0); d.State != scheduler.StateHeld || d.HoldReason != scheduler.HoldUnknownOutcome {
+		t.Fatalf("expired maybe-applied mutation: %s/%s, want held/unknownOutcome", d.State, d.HoldReason)
 	}
 }

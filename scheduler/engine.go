@@ -30,6 +30,14 @@ const (
 	// and its lease's expiry: a request always ends before its lease does,
 	// so an expired lease never belongs to a request still in flight.
 	LeaseMargin = 5 * time.Second
+	// DeadlineGrace is how long past its deadline a waiting operation may
+	// still be claimed before the loop ends it (design §11 "Deadlines end
+	// work even when it never ran"): an attempt due at or just before its
+	// deadline still leaves despite the loop's own lateness, while one held
+	// back (a paused or held scope, no free slot) ends within this grace.
+	DeadlineGrace = time.Second
+	// expireBatch bounds one transaction of deadline expiry.
+	expireBatch = 500
 )
 
 // EngineConfig shapes the engine. Zero fields take the defaults above.
@@ -142,6 +150,10 @@ type Engine struct {
 	// lastPass is the scheduler-clock time (Unix nanoseconds) at which the
 	// last successful pass ended; 0 before the first. See Stalled.
 	lastPass atomic.Int64
+	// nextExpiry is when the earliest waiting deadline known to the last
+	// pass runs out (its deadline plus DeadlineGrace), in Unix nanoseconds;
+	// 0 when none waits.
+	nextExpiry atomic.Int64
 }
 
 // NewEngine returns an engine over store.
@@ -218,9 +230,39 @@ func (e *Engine) recover(ctx context.Context, expiredBy time.Time, why string) (
 	}
 }
 
-// RunOnce recovers expired leases, then claims as many due operations as
-// there are free workers and starts sending them. It returns the number
-// claimed; the sends go on in the background (see Wait).
+// expireOverdue ends every waiting operation whose deadline passed more
+// than DeadlineGrace before now (Policy.Expire decides how), in bounded
+// batches, and notes when the next deadline runs out.
+func (e *Engine) expireOverdue(ctx context.Context, now time.Time) error {
+	total := 0
+	for {
+		res, err := e.store.ExpireOverdue(ctx, ExpireParams{
+			Now: now, Before: now.Add(-DeadlineGrace), Limit: expireBatch,
+			Decide: func(op Operation) Decision { return e.policy.Expire(op, now) },
+		})
+		if err != nil {
+			return fmt.Errorf("end operations past their deadline: %w", err)
+		}
+		total += res.Expired
+		if !res.More {
+			var next int64 // only a deadline before the next poll matters
+			if at := res.Next.Add(DeadlineGrace); !res.Next.IsZero() && at.Before(now.Add(e.cfg.PollInterval)) {
+				next = at.UnixNano()
+			}
+			e.nextExpiry.Store(next)
+			break
+		}
+	}
+	if total > 0 {
+		e.log.Info("operations ended: their deadline passed while they waited", "count", total)
+	}
+	return nil
+}
+
+// RunOnce recovers expired leases, ends waiting operations whose deadline
+// has passed, then claims as many due operations as there are free workers
+// and starts sending them. It returns the number claimed; the sends go on
+// in the background (see Wait).
 func (e *Engine) RunOnce(ctx context.Context) (int, error) {
 	n, _, err := e.runOnce(ctx)
 	return n, err
@@ -231,6 +273,9 @@ func (e *Engine) RunOnce(ctx context.Context) (int, error) {
 func (e *Engine) runOnce(ctx context.Context) (claimed int, full bool, err error) {
 	now := e.clock.Now().UTC()
 	if _, err := e.recoverExpired(ctx, now); err != nil {
+		return 0, false, err
+	}
+	if err := e.expireOverdue(ctx, now); err != nil {
 		return 0, false, err
 	}
 	free := cap(e.slots) - len(e.slots)
@@ -315,6 +360,9 @@ func (e *Engine) Run(ctx context.Context) error {
 			failures = 0
 			if full && len(e.slots) < cap(e.slots) {
 				continue // the claim was cut by the free workers and some are free again
+			}
+			if ns := e.nextExpiry.Load(); ns != 0 {
+				delay = min(delay, max(time.Unix(0, ns).Sub(e.clock.Now()), 0)+time.Millisecond)
 			}
 			if len(e.slots) == cap(e.slots) {
 				// Every worker is busy: the next completion wakes the loop.

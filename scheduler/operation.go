@@ -25,7 +25,9 @@ type Request struct {
 
 // Retry is an operation's own retry budget, already clamped by the server.
 type Retry struct {
-	// MaxAttempts bounds the attempts of one budget (a release starts a new one).
+	// MaxAttempts bounds the attempts of one budget (a release starts a new
+	// one) that ended in a transient failure or a retried uncertain outcome;
+	// rate-limited answers do not count (design §11), MaxElapsed bounds them.
 	MaxAttempts int `json:"maxAttempts"`
 	// MaxElapsed bounds the time from the budget's start to the deadline.
 	MaxElapsed time.Duration `json:"maxElapsed"`
@@ -77,7 +79,9 @@ type Operation struct {
 	State           State
 	// Attempt counts every attempt ever started, across releases.
 	Attempt int
-	// BudgetAttempts counts attempts started in the current retry budget.
+	// BudgetAttempts counts the attempts of the current retry budget that
+	// count toward Retry.MaxAttempts: the claim counts each attempt it
+	// starts, and a rate-limited completion gives its count back.
 	BudgetAttempts int
 	NextAttemptAt  time.Time
 	HoldReason     HoldReason
@@ -97,6 +101,13 @@ type Operation struct {
 	// provider's idempotency retention counts from it. Zero before.
 	FirstSentAt time.Time
 	ContentHash string
+	// MaybeApplied is true once an attempt of this mutation ended with an
+	// uncertain outcome (an unknownOutcome answer, an ambiguous one resent
+	// with the idempotency key, or a lease lost in flight): the effect may
+	// have happened, so the operation never ends failed on its own (design
+	// §11); only a confirmed success, a person's resolve or a cancel ends
+	// it. It survives a release; a resolve clears it.
+	MaybeApplied bool
 }
 
 // Decision is what happens to an operation after an attempt: its next state
@@ -110,6 +121,15 @@ type Decision struct {
 	// Reason explains the decision in words ("retry-after 57s honoured").
 	Reason string
 	Result *Result
+	// MaybeApplied is true when this attempt may have applied its mutation
+	// (an unknown outcome, or an ambiguous answer resent with the key): the
+	// completion records it on the operation (Operation.MaybeApplied),
+	// where it stays.
+	MaybeApplied bool
+	// Uncounted is true when this attempt does not count toward the retry
+	// budget's MaxAttempts (a rate-limited answer): the completion gives
+	// back the count the claim took.
+	Uncounted bool
 	// Scope holds what the scope learns from this attempt.
 	Scope ScopeEffect
 }

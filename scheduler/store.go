@@ -59,11 +59,12 @@ type Store interface {
 	// ReleaseOperation moves a held or failed operation to scheduled at
 	// `at`, with the same request identity and a fresh retry budget
 	// (BudgetAttempts 0, Deadline at+Retry.MaxElapsed), clears its hold and
-	// failure reasons and records act. ErrInvalidTransition for other
-	// states, ErrNotFound for unknown IDs.
+	// failure reasons (MaybeApplied stays) and records act.
+	// ErrInvalidTransition for other states, ErrNotFound for unknown IDs.
 	ReleaseOperation(ctx context.Context, id string, at time.Time, act Action) (Operation, error)
 	// ResolveOperation ends a held unknownOutcome operation as succeeded or
-	// as failed (FailureResolvedFailed) and records act.
+	// as failed (FailureResolvedFailed), clears MaybeApplied (a person
+	// settled it) and records act.
 	// ErrInvalidTransition unless the operation is held for unknownOutcome.
 	ResolveOperation(ctx context.Context, id string, succeeded bool, act Action) (Operation, error)
 	// CancelOperation cancels an operation whose state CanCancel and
@@ -83,13 +84,25 @@ type Store interface {
 	// Complete applies completions in one transaction. Each is fenced: it
 	// applies only when the operation is still running with the
 	// completion's LeaseToken. A fenced-out completion changes no operation
-	// or scope; its attempt row is marked stale. applied[i] reports whether
-	// cs[i] took effect.
+	// or scope; its attempt row is marked stale. An applied one sets
+	// MaybeApplied when its Decision says so (never unsets it) and gives
+	// back the claim's BudgetAttempts count when its Decision is Uncounted.
+	// applied[i] reports whether cs[i] took effect.
 	Complete(ctx context.Context, cs []Completion) (applied []bool, err error)
 	// ListRunning returns running operations whose lease expires at or
 	// before expiredBy (all running operations when expiredBy is zero),
 	// with their scopes, oldest lease first, at most limit.
 	ListRunning(ctx context.Context, expiredBy time.Time, limit int) ([]Claim, error)
+	// ExpireOverdue is one bounded batch, in one transaction, of design §11
+	// "Deadlines end work even when it never ran": up to p.Limit operations
+	// waiting (scheduled or waitingForBudget) whose Deadline is before
+	// p.Before, earliest deadline first, whatever holds them back (their
+	// own time, a paused or held scope), move to the state p.Decide gives
+	// each (held or failed, with its reason; nothing else is accepted),
+	// with no next attempt, updated at p.Now. Nothing is written when no
+	// operation is overdue. ExpireResult.Next is the earliest deadline of
+	// the operations still waiting (zero when none).
+	ExpireOverdue(ctx context.Context, p ExpireParams) (ExpireResult, error)
 	// NextWake returns the earliest time after which a claim could admit
 	// something or a lease expires: the earliest of each open or paused
 	// (not held) scope's earliest due time (no earlier than its pause end
@@ -186,6 +199,30 @@ type Completion struct {
 	FinishedAt time.Time
 	Outcome    providers.Outcome
 	Decision   Decision
+}
+
+// ExpireParams bound one batch of Store.ExpireOverdue.
+type ExpireParams struct {
+	// Now is when the batch runs: the expired operations' update time.
+	Now time.Time
+	// Before is the cut-off: operations whose deadline is strictly before
+	// it are overdue.
+	Before time.Time
+	// Limit bounds the operations expired by one batch (at least 1).
+	Limit int
+	// Decide gives an overdue operation's end (Policy.Expire).
+	Decide func(Operation) Decision
+}
+
+// ExpireResult is what one batch of Store.ExpireOverdue did.
+type ExpireResult struct {
+	// Expired counts the operations ended.
+	Expired int
+	// More is true when the batch was full: more may be overdue.
+	More bool
+	// Next is the earliest deadline among the operations still waiting;
+	// zero when none waits.
+	Next time.Time
 }
 
 // PruneParams bound one retention batch (Store.PruneFinished).
