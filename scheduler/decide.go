@@ -22,7 +22,6 @@ const uncertainMargin = time.Minute
 // idempotency. Decide is pure: the same inputs give the same Decision.
 func (p Policy) Decide(op Operation, idem providers.Idempotency, out providers.Outcome, now time.Time, rnd Random) Decision {
 	var d Decision
-	defer p.boundLearned(&d.Scope, now)
 	d.Scope.Budget = out.Budget
 	if b := out.Budget; b != nil && b.Remaining <= 0 && b.ResetAt.After(now) {
 		d.Scope.PauseUntil, d.Scope.PauseReason = b.ResetAt, "budget spent: remaining 0 until reset"
@@ -49,6 +48,7 @@ func (p Policy) Decide(op Operation, idem providers.Idempotency, out providers.O
 		p.decideTransient(&d, op, out, now, rnd, "transient failure")
 	}
 	d.NextAttemptAt = d.NextAttemptAt.Truncate(time.Millisecond)
+	p.boundLearned(&d.Scope, now)
 	return d
 }
 
