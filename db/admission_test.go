@@ -134,3 +134,97 @@ func TestNextWakeIsWhenTheClaimAdmits(t *testing.T) {
 		}
 	})
 }
+
+// Design §11 "What the API says is what will happen": an operation held
+// back by its scope (pause, spent budget, rate slot) reads waitingForBudget
+// at the moment its scope admits it, in every read path (get, list,
+// filters, counts, the enqueue's own answer), computed at read time
+// without rewriting the backlog; one behind a held scope says so.
+func TestOperationsReportWhatTheirScopeDoes(t *testing.T) {
+	ctx := context.Background()
+	d, path := newTestDB(t)
+	raw := rawDB(t, path)
+	for _, s := range []string{"paused", "spent", "slot", "held", "open"} {
+		putScope(t, d, s, scopeOpts{MaxConcurrent: 10})
+	}
+	pauseEnd, reset, slot := t0.Add(time.Hour), t0.Add(2*time.Hour), t0.Add(time.Minute)
+	for _, q := range []struct {
+		query string
+		args  []any
+	}{
+		{`UPDATE scopes SET paused_until = ? WHERE name = 'paused'`, []any{pauseEnd.UnixMilli()}},
+		{`UPDATE scopes SET budget_remaining = 0, budget_reset_at = ? WHERE name = 'spent'`, []any{reset.UnixMilli()}},
+		{`UPDATE scopes SET next_slot_at = ? WHERE name = 'slot'`, []any{slot.UnixMilli()}},
+		{`UPDATE scopes SET hold_reason = 'authRevoked' WHERE name = 'held'`, nil},
+	} {
+		if _, err := raw.Exec(q.query, q.args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	created := map[string]scheduler.Operation{}
+	for _, o := range enqueue(t, d, t0,
+		newOp("paused-now", "paused", t0), newOp("paused-after", "paused", pauseEnd.Add(time.Minute)),
+		newOp("spent-now", "spent", t0), newOp("slot-now", "slot", t0),
+		newOp("held-now", "held", t0), newOp("open-now", "open", t0)) {
+		created[o.ID] = o
+	}
+	want := map[string]struct {
+		state     scheduler.State
+		next      time.Time
+		blockedBy scheduler.BlockedBy
+	}{
+		"paused-now":   {scheduler.StateWaitingForBudget, pauseEnd, ""},
+		"paused-after": {scheduler.StateScheduled, pauseEnd.Add(time.Minute), ""},
+		"spent-now":    {scheduler.StateWaitingForBudget, reset, ""},
+		"slot-now":     {scheduler.StateWaitingForBudget, slot, ""},
+		"held-now":     {scheduler.StateScheduled, t0, scheduler.BlockedByScopeHeld},
+		"open-now":     {scheduler.StateScheduled, t0, ""},
+	}
+	for id, w := range want {
+		for how, op := range map[string]scheduler.Operation{"get": getOp(t, d, id), "enqueue": created[id]} {
+			if op.State != w.state || !op.NextAttemptAt.Equal(w.next) || op.BlockedBy != w.blockedBy {
+				t.Errorf("%s (%s): %s at %s blocked by %q; want %s at %s blocked by %q", id, how, op.State, op.NextAttemptAt, op.BlockedBy, w.state, w.next, w.blockedBy)
+			}
+		}
+	}
+	var stored int
+	if err := raw.QueryRow(`SELECT COUNT(*) FROM operations WHERE state = 'scheduled'`).Scan(&stored); err != nil || stored != len(want) {
+		t.Fatalf("stored scheduled rows = %d, %v: the backlog must not be rewritten", stored, err)
+	}
+	list := func(f scheduler.OperationFilter) string {
+		p, err := d.ListOperations(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := d.CountOperations(ctx, f)
+		if err != nil || n != len(p.Operations) {
+			t.Errorf("count %+v = %d, %v; the listing has %d", f, n, err, len(p.Operations))
+		}
+		var ids []string
+		for _, o := range p.Operations {
+			ids = append(ids, o.ID)
+		}
+		return fmt.Sprint(ids)
+	}
+	for _, tc := range []struct {
+		f    scheduler.OperationFilter
+		want string
+	}{
+		{scheduler.OperationFilter{State: scheduler.StateWaitingForBudget}, "[slot-now spent-now paused-now]"},
+		{scheduler.OperationFilter{State: scheduler.StateScheduled}, "[open-now held-now paused-after]"},
+		{scheduler.OperationFilter{States: []scheduler.State{scheduler.StateWaitingForBudget, scheduler.StateHeld}}, "[slot-now spent-now paused-now]"},
+		{scheduler.OperationFilter{States: []scheduler.State{scheduler.StateScheduled, scheduler.StateWaitingForBudget}}, "[open-now held-now slot-now spent-now paused-after paused-now]"},
+		{scheduler.OperationFilter{State: scheduler.StateWaitingForBudget, Scope: "paused"}, "[paused-now]"},
+	} {
+		if got := list(tc.f); got != tc.want {
+			t.Errorf("list %+v = %s, want %s", tc.f, got, tc.want)
+		}
+	}
+	c, err := d.CountByState(ctx, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Operations[scheduler.StateWaitingForBudget] != 3 || c.Operations[scheduler.StateScheduled] != 3 {
+		t.Errorf("counts by state %v, want 3 waitingForBudget and 3 scheduled", c.Operations)
+	}
+}

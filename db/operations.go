@@ -313,12 +313,13 @@ func listOperations(ctx context.Context, tx *sql.Tx, f scheduler.OperationFilter
 }
 
 // operationFilter returns the WHERE terms and arguments selecting f's
-// operations (without its cursor), for operations o. none is true when
-// nothing can match (an unknown scope).
+// operations (without its cursor), for operations o joined with scopes s
+// (operationFrom). none is true when nothing can match (an unknown scope).
+// States match what operations report (opState), so a listing agrees with
+// the resources it lists.
 func operationFilter(ctx context.Context, tx *sql.Tx, f scheduler.OperationFilter) (where []string, args []any, none bool, err error) {
 	if f.State != "" {
-		where = append(where, "o.state = ?")
-		args = append(args, string(f.State))
+		where = append(where, statesTerm([]scheduler.State{f.State}))
 	}
 	if len(f.States) > 0 {
 		// The states are checked against the enum and written as literals.
@@ -327,19 +328,7 @@ func operationFilter(ctx context.Context, tx *sql.Tx, f scheduler.OperationFilte
 				return nil, nil, false, &scheduler.ValidationError{Fields: []scheduler.FieldError{{Field: "state", Message: fmt.Sprintf("%q is not a state", st)}}}
 			}
 		}
-		lits := make([]string, 0, len(f.States))
-		for _, st := range scheduler.AllStates {
-			if slices.Contains(f.States, st) {
-				lits = append(lits, "'"+string(st)+"'")
-			}
-		}
-		if len(lits) == 2 && slices.Contains(f.States, scheduler.StateHeld) && slices.Contains(f.States, scheduler.StateFailed) {
-			// Held or failed: exactly the rows with a reason (schema
-			// CHECKs), written so the attention indexes serve it in order.
-			where = append(where, "coalesce(o.hold_reason, o.failure_reason) IS NOT NULL")
-		} else {
-			where = append(where, "o.state IN ("+strings.Join(lits, ", ")+")")
-		}
+		where = append(where, statesTerm(f.States))
 	}
 	if f.Scope != "" {
 		var scopeID int64
@@ -371,6 +360,34 @@ func operationFilter(ctx context.Context, tx *sql.Tx, f scheduler.OperationFilte
 		}
 	}
 	return where, args, false, nil
+}
+
+// statesTerm selects the operations that report one of states (opState).
+// A stored state reads as itself, except that a scheduled row held back by
+// its scope reads waitingForBudget: the stored states are filtered first
+// (by index), and opState only where scheduled and waitingForBudget are not
+// asked for together.
+func statesTerm(states []scheduler.State) string {
+	want := func(st scheduler.State) bool { return slices.Contains(states, st) }
+	if len(states) == 2 && want(scheduler.StateHeld) && want(scheduler.StateFailed) {
+		// Held or failed: exactly the rows with a reason (schema CHECKs),
+		// written so the attention indexes serve it in order.
+		return "coalesce(o.hold_reason, o.failure_reason) IS NOT NULL"
+	}
+	var stored, reported []string
+	for _, st := range scheduler.AllStates {
+		if want(st) || (st == scheduler.StateScheduled && want(scheduler.StateWaitingForBudget)) {
+			stored = append(stored, "'"+string(st)+"'")
+		}
+		if want(st) {
+			reported = append(reported, "'"+string(st)+"'")
+		}
+	}
+	term := "o.state IN (" + strings.Join(stored, ", ") + ")"
+	if want(scheduler.StateScheduled) != want(scheduler.StateWaitingForBudget) {
+		term += " AND " + opState + " IN (" + strings.Join(reported, ", ") + ")"
+	}
+	return term
 }
 
 // cursorPrefix versions the cursor format.
