@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"pacer/providers"
 	"pacer/scheduler"
@@ -223,4 +224,35 @@ func TestAbsurdWaitsAreBoundedForEveryProfile(t *testing.T) {
 		t.Errorf("%d scopes still send nothing at the bound %s:\n%s", len(stuck), bound, strings.Join(stuck, "\n"))
 	}
 	t.Logf("%d absurd answers over %d profiles", len(cases), len(providers.Names()))
+}
+
+// Policy.Decide bounds what every answer teaches its scope, whatever the
+// class: the pause and the learned budget's reset end within MaxHint, and
+// the provider's figures (the outcome kept for diagnostics) are left as
+// they were.
+func TestDecideBoundsLearnedWaits(t *testing.T) {
+	p := scheduler.DefaultPolicy()
+	far := t0.Add(providers.MaxHintAhead)
+	op := scheduler.Operation{ID: "op", Kind: scheduler.KindMutation, Request: scheduler.Request{Method: "POST"},
+		Attempt: 1, BudgetAttempts: 1, Retry: scheduler.Retry{MaxAttempts: 5, MaxElapsed: 30 * 24 * time.Hour},
+		Deadline: t0.Add(30 * 24 * time.Hour), FirstSentAt: t0}
+	for _, class := range []providers.Class{providers.ClassSuccess, providers.ClassRateLimited, providers.ClassTransient,
+		providers.ClassPermanent, providers.ClassAuthRevoked, providers.ClassUnknownOutcome} {
+		budget := &providers.Budget{Remaining: 0, Limit: 100, ResetAt: far}
+		out := providers.Outcome{Class: class, Status: 429, Budget: budget, Hint: providers.Hint{Source: "x-ratelimit-reset", Raw: "99999999999", At: far}}
+		d := p.Decide(op, providers.Idempotency{}, out, t0, half)
+		bound := t0.Add(p.MaxHint)
+		if d.Scope.PauseUntil.After(bound) {
+			t.Errorf("%s: pause until %s, beyond %s", class, d.Scope.PauseUntil, bound)
+		}
+		if b := d.Scope.Budget; b == nil || !b.ResetAt.Equal(bound) || b.Remaining != 0 || b.Limit != 100 {
+			t.Errorf("%s: learned budget %+v, want its reset clamped to %s", class, b, bound)
+		}
+		if !budget.ResetAt.Equal(far) {
+			t.Errorf("%s: the outcome's own budget was changed to %s", class, budget.ResetAt)
+		}
+		if d.State.Due() && d.NextAttemptAt.After(bound.Add(p.Spread)) {
+			t.Errorf("%s: next attempt %s beyond %s", class, d.NextAttemptAt, bound)
+		}
+	}
 }
