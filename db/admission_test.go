@@ -4,13 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"pgregory.net/rapid"
 
-	"pacer/db"
 	"pacer/scheduler"
 )
 
@@ -22,22 +20,16 @@ import (
 // expires then): a wake-up in the past is a claim loop that spins. And it
 // is never late: a millisecond before it, nothing is admitted.
 func TestNextWakeIsWhenTheClaimAdmits(t *testing.T) {
-	dir := t.TempDir()
-	runs := 0
+	d, path := newTestDB(t)
+	raw := rawDB(t, path)
 	rapid.Check(t, func(rt *rapid.T) {
-		runs++
-		path := filepath.Join(dir, fmt.Sprintf("wake-%d.db", runs))
-		d, err := db.Open(path, db.Options{Key: testKey()})
-		if err != nil {
-			rt.Fatal(err)
-		}
-		defer d.Close()
-		raw, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
-		if err != nil {
-			rt.Fatal(err)
-		}
-		defer raw.Close()
 		ctx := context.Background()
+		// One database, emptied for each state.
+		for _, table := range []string{"attempts", "audit", "operations", "changes", "scopes"} {
+			if _, err := raw.Exec(`DELETE FROM ` + table); err != nil {
+				rt.Fatal(err)
+			}
+		}
 		offset := func(label string, lo, hi int) int64 {
 			return t0.Add(time.Duration(rapid.IntRange(lo, hi).Draw(rt, label)) * time.Second).UnixMilli()
 		}
