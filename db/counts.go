@@ -44,11 +44,12 @@ func (db *DB) CountByState(ctx context.Context, now time.Time) (scheduler.Counts
 	}
 	rows.Close()
 	// Scheduled rows held back by their scope report waitingForBudget
-	// (opState): move them over, reading only the due index of each scope.
+	// (opState): move them over, reading only the due index entries of
+	// each scope before its ready time.
 	var heldBack int
 	err = tx.QueryRowContext(ctx, `
-		SELECT COUNT(*) FROM scopes s JOIN operations o ON o.scope_id = s.id
-		WHERE o.state IN `+dueStates+` AND o.state = 'scheduled' AND `+opHeldBackByScope).Scan(&heldBack)
+		SELECT COUNT(*) FROM scopes s CROSS JOIN operations o INDEXED BY operations_due
+		WHERE o.scope_id = s.id AND o.state IN `+dueStates+` AND o.state = 'scheduled' AND `+opHeldBackByScope).Scan(&heldBack)
 	if err != nil {
 		return scheduler.Counts{}, fmt.Errorf("count operations held back by their scope: %w", err)
 	}
