@@ -27,10 +27,11 @@ type eligibleScope struct {
 // ClaimDue leases up to p.Limit due operations in one immediate
 // transaction (see scheduler.Store).
 //
-// Admission: a scope takes part only when it is not held, its pause has
-// ended (paused_until <= now), its rate slot has come (next_slot_at <= now)
-// and it has due work and a free concurrency slot; the backlog of other
-// scopes is never read. In-flight counts come from running rows, not
+// Admission (admissionCTE, the rule NextWake waits by): a scope takes part
+// only when it is not held, its ready time has come (scopeReadyAt: its
+// pause, its learned budget while spent to the reserve, its rate slot) and
+// it has due work and a free concurrency slot; the backlog of other scopes
+// is never read. In-flight counts come from running rows, not
 // counters. Scopes are served round robin, the one with the oldest due
 // work first, one operation per scope per round, each scope's oldest due
 // operations first.
@@ -45,7 +46,8 @@ type eligibleScope struct {
 // = p.Now+p.LeaseFor, Attempt+1, BudgetAttempts+1 and FirstSentAt set if
 // zero; its attempt intent row is written in the same transaction. The
 // claims are returned in admission order with their scopes (decrypted
-// credentials, InFlight counting the new claims).
+// credentials, InFlight counting the new claims), each operation's
+// NextAttemptAt the moment it became eligible (opNextAttemptAt).
 func (db *DB) ClaimDue(ctx context.Context, p scheduler.ClaimParams) ([]scheduler.Claim, error) {
 	if p.Limit <= 0 {
 		return nil, nil
