@@ -148,14 +148,16 @@ func runOpsList(c *cli.Context) error {
 	return nil
 }
 
-// stateWithReason shows a state with its hold or failure reason:
-// "held (unknownOutcome)".
+// stateWithReason shows a state with its hold or failure reason, or what
+// blocks it: "held (unknownOutcome)", "scheduled (blocked: scopeHeld)".
 func stateWithReason(op httpapi.Operation) string {
 	switch {
 	case op.HoldReason != nil:
 		return op.State + " (" + *op.HoldReason + ")"
 	case op.FailureReason != nil:
 		return op.State + " (" + *op.FailureReason + ")"
+	case op.BlockedBy != nil:
+		return op.State + " (blocked: " + *op.BlockedBy + ")"
 	}
 	return op.State
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 
 	"pacer/scheduler"
@@ -26,10 +27,11 @@ type eligibleScope struct {
 // ClaimDue leases up to p.Limit due operations in one immediate
 // transaction (see scheduler.Store).
 //
-// Admission: a scope takes part only when it is not held, its pause has
-// ended (paused_until <= now), its rate slot has come (next_slot_at <= now)
-// and it has due work and a free concurrency slot; the backlog of other
-// scopes is never read. In-flight counts come from running rows, not
+// Admission (admissionCTE, the rule NextWake waits by): a scope takes part
+// only when it is not held, its ready time has come (scopeReadyAt: its
+// pause, its learned budget while spent to the reserve, its rate slot) and
+// it has due work and a free concurrency slot; the backlog of other scopes
+// is never read. In-flight counts come from running rows, not
 // counters. Scopes are served round robin, the one with the oldest due
 // work first, one operation per scope per round, each scope's oldest due
 // operations first.
@@ -44,7 +46,8 @@ type eligibleScope struct {
 // = p.Now+p.LeaseFor, Attempt+1, BudgetAttempts+1 and FirstSentAt set if
 // zero; its attempt intent row is written in the same transaction. The
 // claims are returned in admission order with their scopes (decrypted
-// credentials, InFlight counting the new claims).
+// credentials, InFlight counting the new claims), each operation's
+// NextAttemptAt the moment it became eligible (opNextAttemptAt).
 func (db *DB) ClaimDue(ctx context.Context, p scheduler.ClaimParams) ([]scheduler.Claim, error) {
 	if p.Limit <= 0 {
 		return nil, nil
@@ -74,7 +77,7 @@ func (db *DB) claimDue(ctx context.Context, tx *sql.Tx, p scheduler.ClaimParams)
 		return nil, err
 	}
 	// Each scope's oldest due operations, as many as it may take.
-	queues := make([][]int64, len(scopes))
+	queues := make([][]dueOperation, len(scopes))
 	for i := range scopes {
 		s := &scopes[i]
 		n := min(s.free, p.Limit)
@@ -95,11 +98,13 @@ func (db *DB) claimDue(ctx context.Context, tx *sql.Tx, p scheduler.ClaimParams)
 	}
 	// Round robin: one per scope per round, until Limit.
 	var picked []int64
+	eligible := map[int64]int64{}
 	for round := 0; len(picked) < p.Limit; round++ {
 		took := false
 		for i := range queues {
 			if round < len(queues[i]) && len(picked) < p.Limit {
-				picked = append(picked, queues[i][round])
+				picked = append(picked, queues[i][round].id)
+				eligible[queues[i][round].id] = queues[i][round].eligible
 				took = true
 			}
 		}
@@ -113,8 +118,11 @@ func (db *DB) claimDue(ctx context.Context, tx *sql.Tx, p scheduler.ClaimParams)
 		return nil, err
 	}
 	taken := map[int64]int64{}
-	for _, r := range ops {
+	for i, r := range ops {
 		taken[r.scopeID]++
+		// What the operation waited for, its own time or its scope's:
+		// dispatch lateness counts from there.
+		ops[i].NextAttemptAt = fromMillis(eligible[r.id])
 	}
 	for _, s := range scopes {
 		k := taken[s.id]
@@ -139,28 +147,16 @@ func (db *DB) claimDue(ctx context.Context, tx *sql.Tx, p scheduler.ClaimParams)
 }
 
 // findEligibleScopes returns up to limit scopes that may send at now and
-// have due work, the one with the oldest due work first. Held, paused and
-// rate-waiting scopes are filtered on the scopes table before their
-// operations are looked at; the due and running figures come from the
-// partial indexes.
+// have due work, the one with the oldest due work first: the rows of the
+// admission table (admissionCTE, the one rule NextWake waits by) whose
+// admits_at has come.
 func findEligibleScopes(ctx context.Context, tx *sql.Tx, now int64, limit int) ([]eligibleScope, error) {
 	rows, err := tx.QueryContext(ctx, `
-		WITH open_scopes AS MATERIALIZED (
-			SELECT s.id, s.max_concurrent, s.rate_requests, s.rate_per_ms, s.next_slot_at,
-				s.budget_remaining - s.budget_reserve AS budget,
-				CASE WHEN s.budget_reset_at > ?1 THEN s.budget_reset_at END AS reset_at,
-				(SELECT COUNT(*) FROM operations r
-				 WHERE r.scope_id = s.id AND r.state = 'running') AS running,
-				(SELECT o.next_attempt_at FROM operations o
-				 WHERE o.scope_id = s.id AND o.state IN ('scheduled', 'waitingForBudget')
-				 ORDER BY o.next_attempt_at LIMIT 1) AS due
-			FROM scopes s
-			WHERE s.hold_reason IS NULL AND s.paused_until <= ?1 AND s.next_slot_at <= ?1
-				AND NOT COALESCE(s.budget_reset_at > ?1 AND s.budget_remaining <= s.budget_reserve, 0)
-		)
-		SELECT id, max_concurrent - running, rate_requests, rate_per_ms, next_slot_at, budget, reset_at
-		FROM open_scopes
-		WHERE due <= ?1 AND running < max_concurrent
+		WITH `+admissionCTE+`
+		SELECT id, free, rate_requests, rate_per_ms, next_slot_at, budget,
+			CASE WHEN reset_at > ?1 THEN reset_at END
+		FROM admission
+		WHERE admits_at <= ?1
 		ORDER BY due, id
 		LIMIT ?2`, now, limit)
 	if err != nil {
@@ -208,27 +204,36 @@ func budgetPacing(ctx context.Context, tx *sql.Tx, s *eligibleScope, now int64) 
 	return max((s.resetAt-now)/s.budget, 1), nil
 }
 
-// findDueOperations returns the row IDs of up to n operations of a scope
-// due at now, oldest due first, from the due partial index.
-func findDueOperations(ctx context.Context, tx *sql.Tx, scopeID, now int64, n int) ([]int64, error) {
+// dueOperation is one due operation a claim may take: its row ID and the
+// time it became eligible (opNextAttemptAt: its own time, or its scope's
+// ready time when that was later).
+type dueOperation struct {
+	id       int64
+	eligible int64
+}
+
+// findDueOperations returns up to n operations of a scope due at now,
+// oldest due first, from the due partial index.
+func findDueOperations(ctx context.Context, tx *sql.Tx, scopeID, now int64, n int) ([]dueOperation, error) {
 	rows, err := tx.QueryContext(ctx, `
-		SELECT id FROM operations
-		WHERE scope_id = ? AND state IN ('scheduled', 'waitingForBudget') AND next_attempt_at <= ?
-		ORDER BY next_attempt_at, id
+		SELECT o.id, `+opNextAttemptAt+`
+		FROM operations o JOIN scopes s ON s.id = o.scope_id
+		WHERE o.scope_id = ? AND o.state IN `+dueStates+` AND o.next_attempt_at <= ?
+		ORDER BY o.next_attempt_at, o.id
 		LIMIT ?`, scopeID, now, n)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var ids []int64
+	var ops []dueOperation
 	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
+		var d dueOperation
+		if err := rows.Scan(&d.id, &d.eligible); err != nil {
 			return nil, err
 		}
-		ids = append(ids, id)
+		ops = append(ops, d)
 	}
-	return ids, rows.Err()
+	return ops, rows.Err()
 }
 
 // claimOperations leases the due operations with the given row IDs and
@@ -290,12 +295,14 @@ const claimUpdate = `
 
 // claimedColumns is operationColumns as the claim's RETURNING clause can
 // give them: from the operations row alone, with empty placeholders for the
-// scope's name and provider.
+// scope's name and provider (withScopes fills them in) and no blocked-by
+// (a claimed operation is running). claimDue sets NextAttemptAt to the
+// time the operation became eligible.
 const claimedColumns = `id, scope_id, operation_id, '', '', kind, method, path,
 	headers, body, content_type, request_identity, state, attempt, budget_attempts,
 	next_attempt_at, hold_reason, failure_reason, last_outcome, created_at, updated_at,
 	deadline, max_attempts, max_elapsed_ms, result, lease_token, lease_expires_at,
-	first_sent_at, content_hash, maybe_applied`
+	first_sent_at, content_hash, maybe_applied, NULL`
 
 // withScopes pairs operations with their scopes, reading each scope once.
 func (db *DB) withScopes(ctx context.Context, tx *sql.Tx, ops []opRow) ([]scheduler.Claim, error) {
@@ -368,13 +375,15 @@ func (db *DB) listRunning(ctx context.Context, tx *sql.Tx, expiredBy time.Time, 
 }
 
 // NextWake returns the earliest time at which a claim could admit something
-// or a lease expires (see scheduler.Store): for each scope that is not held
-// and has a free concurrency slot, the latest of its earliest due time, its
-// pause end and its rate slot; and the earliest lease expiry. A scope whose
-// slots are all taken is left out: it frees up through a completion (which
-// wakes the engine) or a lease expiry (counted). The time may lie in the
-// past. ok is false when nothing is waiting. It reads one index entry per
-// scope, never a scope's whole backlog.
+// or a lease expires (see scheduler.Store): the least admits_at of the
+// admission table (admissionCTE, the rule ClaimDue admits by: not held, a
+// free concurrency slot, due work, no earlier than its pause, its budget's
+// reset when spent to the reserve, and its rate slot), and the earliest
+// lease expiry. A scope whose slots are all taken is left out: it frees up
+// through a completion (which wakes the engine) or a lease expiry
+// (counted). The time is in the past only when a claim at now admits
+// something. ok is false when nothing is waiting. It reads one index entry
+// per scope, never a scope's whole backlog.
 func (db *DB) NextWake(ctx context.Context) (time.Time, bool, error) {
 	tx, err := db.beginRead(ctx)
 	if err != nil {
@@ -383,24 +392,13 @@ func (db *DB) NextWake(ctx context.Context) (time.Time, bool, error) {
 	defer tx.Rollback()
 	var at sql.NullInt64
 	err = tx.QueryRowContext(ctx, `
-		WITH waiting AS MATERIALIZED (
-			SELECT s.paused_until, s.next_slot_at, s.max_concurrent,
-				(SELECT o.next_attempt_at FROM operations o
-				 WHERE o.scope_id = s.id AND o.state IN ('scheduled', 'waitingForBudget')
-				 ORDER BY o.next_attempt_at LIMIT 1) AS due,
-				(SELECT COUNT(*) FROM operations r
-				 WHERE r.scope_id = s.id AND r.state = 'running') AS running
-			FROM scopes s
-			WHERE s.hold_reason IS NULL
-		)
+		WITH `+admissionCTE+`
 		SELECT MIN(wake) FROM (
-			SELECT MAX(due, paused_until, next_slot_at) AS wake
-			FROM waiting
-			WHERE due IS NOT NULL AND running < max_concurrent
+			SELECT MIN(admits_at) AS wake FROM admission
 			UNION ALL
 			SELECT MIN(lease_expires_at) FROM operations INDEXED BY operations_running_lease
 			WHERE state = 'running'
-		)`).Scan(&at)
+		)`, math.MaxInt64).Scan(&at)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("next wake: %w", err)
 	}

@@ -44,7 +44,8 @@ func TestComplete(t *testing.T) {
 			t.Fatal("not applied")
 		}
 		op := getOp(t, d, "op")
-		if op.State != scheduler.StateWaitingForBudget || !op.NextAttemptAt.Equal(hint.At) || !op.LeaseExpiresAt.IsZero() ||
+		// The budget spent until the reset holds it back past its own time.
+		if op.State != scheduler.StateWaitingForBudget || !op.NextAttemptAt.Equal(reset) || !op.LeaseExpiresAt.IsZero() ||
 			op.LastOutcome == nil || op.LastOutcome.Class != providers.ClassRateLimited || op.LastOutcome.Status != 429 ||
 			op.LastOutcome.Hint == nil || op.LastOutcome.Hint.Raw != "57" || !op.LastOutcome.At.Equal(t0.Add(time.Second)) {
 			t.Fatalf("op %+v / %+v", op, op.LastOutcome)

@@ -6,15 +6,16 @@ import (
 	"fmt"
 	"time"
 
-	"pacer/providers"
 	"pacer/scheduler"
 )
 
 // CountByState counts operations by state and scopes by status at now (see
-// scheduler.Store), in one read snapshot. The operation counts come from
-// the operations_state_created index without reading a row; the scope
-// statuses are decided by scheduler.Scope.Status from the admission
-// columns only, so no credentials are decrypted.
+// scheduler.Store), in one read snapshot. The operation counts are the
+// states operations report (opState): they come from the
+// operations_state_created index without reading a row, and the scheduled
+// rows held back by their scope from the due index. The scope statuses are
+// decided by scheduler.Scope.Status from the admission columns only, so no
+// credentials are decrypted.
 func (db *DB) CountByState(ctx context.Context, now time.Time) (scheduler.Counts, error) {
 	tx, err := db.beginRead(ctx)
 	if err != nil {
@@ -42,29 +43,40 @@ func (db *DB) CountByState(ctx context.Context, now time.Time) (scheduler.Counts
 		return scheduler.Counts{}, fmt.Errorf("count operations by state: %w", err)
 	}
 	rows.Close()
+	// Scheduled rows held back by their scope report waitingForBudget
+	// (opState): move them over, reading only the due index entries of
+	// each scope before its ready time.
+	var heldBack int
+	err = tx.QueryRowContext(ctx, `
+		SELECT COUNT(*) FROM scopes s CROSS JOIN operations o INDEXED BY operations_due
+		WHERE o.scope_id = s.id AND o.state IN `+dueStates+` AND o.state = 'scheduled' AND `+opHeldBackByScope).Scan(&heldBack)
+	if err != nil {
+		return scheduler.Counts{}, fmt.Errorf("count operations held back by their scope: %w", err)
+	}
+	if heldBack > 0 {
+		c.Operations[scheduler.StateScheduled] -= heldBack
+		c.Operations[scheduler.StateWaitingForBudget] += heldBack
+		if c.Operations[scheduler.StateScheduled] == 0 {
+			delete(c.Operations, scheduler.StateScheduled)
+		}
+	}
 
-	rows, err = tx.QueryContext(ctx, `
-		SELECT hold_reason, paused_until, pause_reason, budget_remaining, budget_reset_at, budget_reserve
-		FROM scopes`)
+	rows, err = tx.QueryContext(ctx, `SELECT s.hold_reason, `+scopePausedUntil+` FROM scopes s`)
 	if err != nil {
 		return scheduler.Counts{}, fmt.Errorf("count scopes by status: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var (
-			s                  scheduler.Scope
-			hold               sql.NullString
-			pausedUntil        int64
-			remaining, resetAt sql.NullInt64
+			s         scheduler.Scope
+			hold      sql.NullString
+			pauseEnds int64
 		)
-		if err := rows.Scan(&hold, &pausedUntil, &s.PauseReason, &remaining, &resetAt, &s.BudgetReserve); err != nil {
+		if err := rows.Scan(&hold, &pauseEnds); err != nil {
 			return scheduler.Counts{}, fmt.Errorf("count scopes by status: %w", err)
 		}
 		s.HoldReason = scheduler.HoldReason(hold.String)
-		s.PausedUntil = fromMillis(pausedUntil)
-		if remaining.Valid {
-			s.Budget = &providers.Budget{Remaining: remaining.Int64, ResetAt: fromNullMillis(resetAt)}
-		}
+		s.PauseEnds = fromMillis(pauseEnds)
 		c.Scopes[s.Status(now)]++
 	}
 	if err := rows.Err(); err != nil {

@@ -16,12 +16,14 @@ import (
 )
 
 // operationColumns are the columns scanOperation reads, in order, from
-// operations o joined with scopes s.
+// operations o joined with scopes s. The state, next attempt time and
+// blocked-by are what the operation reports (opState, opNextAttemptAt,
+// opBlockedBy): what its scope does to it is computed here, at read time.
 const operationColumns = `o.id, o.scope_id, o.operation_id, s.name, s.provider, o.kind, o.method, o.path,
-	o.headers, o.body, o.content_type, o.request_identity, o.state, o.attempt, o.budget_attempts,
-	o.next_attempt_at, o.hold_reason, o.failure_reason, o.last_outcome, o.created_at, o.updated_at,
+	o.headers, o.body, o.content_type, o.request_identity, ` + opState + `, o.attempt, o.budget_attempts,
+	` + opNextAttemptAt + `, o.hold_reason, o.failure_reason, o.last_outcome, o.created_at, o.updated_at,
 	o.deadline, o.max_attempts, o.max_elapsed_ms, o.result, o.lease_token, o.lease_expires_at,
-	o.first_sent_at, o.content_hash, o.maybe_applied`
+	o.first_sent_at, o.content_hash, o.maybe_applied, ` + opBlockedBy
 
 // operationFrom is the FROM clause that goes with operationColumns.
 const operationFrom = ` FROM operations o JOIN scopes s ON s.id = o.scope_id `
@@ -38,7 +40,7 @@ func scanOperation(row interface{ Scan(...any) error }) (opRow, error) {
 	var (
 		r                                  opRow
 		headers, lastOutcome, result       sql.NullString
-		hold, failure                      sql.NullString
+		hold, failure, blockedBy           sql.NullString
 		nextAttemptAt, leaseExpires, first sql.NullInt64
 		createdAt, updatedAt, deadline     int64
 		maxElapsedMS                       int64
@@ -48,10 +50,11 @@ func scanOperation(row interface{ Scan(...any) error }) (opRow, error) {
 		&headers, &o.Request.Body, &o.Request.ContentType, &o.RequestIdentity, &o.State, &o.Attempt, &o.BudgetAttempts,
 		&nextAttemptAt, &hold, &failure, &lastOutcome, &createdAt, &updatedAt,
 		&deadline, &o.Retry.MaxAttempts, &maxElapsedMS, &result, &o.LeaseToken, &leaseExpires,
-		&first, &o.ContentHash, &o.MaybeApplied)
+		&first, &o.ContentHash, &o.MaybeApplied, &blockedBy)
 	if err != nil {
 		return opRow{}, err
 	}
+	o.BlockedBy = scheduler.BlockedBy(blockedBy.String)
 	if headers.Valid {
 		if err := json.Unmarshal([]byte(headers.String), &o.Request.Headers); err != nil {
 			return opRow{}, fmt.Errorf("operation %s: stored headers: %w", o.ID, err)
@@ -125,8 +128,9 @@ func (db *DB) Enqueue(ctx context.Context, ops []scheduler.NewOperation, now tim
 }
 
 // enqueueOne stores one operation; a rejection is its result's Err, not the
-// returned error. A new operation costs one INSERT: the stored operation is
-// built from what was written, not read back.
+// returned error. A new operation costs one INSERT and one look-up by row
+// ID: the stored operation is built from what was written, with the state
+// and times its scope gives it read back.
 func enqueueOne(ctx context.Context, tx *sql.Tx, op scheduler.NewOperation, now time.Time, scopes map[string]scopeRef) (scheduler.EnqueueResult, error) {
 	scope, ok := scopes[op.Scope]
 	if !ok {
@@ -195,6 +199,20 @@ func enqueueOne(ctx context.Context, tx *sql.Tx, op scheduler.NewOperation, now 
 	if headers.Valid {
 		created.Request.Headers = maps.Clone(op.Request.Headers)
 	}
+	// What the new operation reports depends on its scope (a pause, a
+	// spent budget, a hold): read it as every read path does.
+	var (
+		state     string
+		next      int64
+		blockedBy sql.NullString
+	)
+	err = tx.QueryRowContext(ctx, `SELECT `+opState+`, `+opNextAttemptAt+`, `+opBlockedBy+operationFrom+`WHERE o.id = ?`, rowID).
+		Scan(&state, &next, &blockedBy)
+	if err != nil {
+		return scheduler.EnqueueResult{}, fmt.Errorf("read the new operation's state: %w", err)
+	}
+	created.State, created.NextAttemptAt = scheduler.State(state), fromMillis(next)
+	created.BlockedBy = scheduler.BlockedBy(blockedBy.String)
 	return scheduler.EnqueueResult{Operation: created, Created: true}, nil
 }
 
@@ -295,12 +313,13 @@ func listOperations(ctx context.Context, tx *sql.Tx, f scheduler.OperationFilter
 }
 
 // operationFilter returns the WHERE terms and arguments selecting f's
-// operations (without its cursor), for operations o. none is true when
-// nothing can match (an unknown scope).
+// operations (without its cursor), for operations o joined with scopes s
+// (operationFrom). none is true when nothing can match (an unknown scope).
+// States match what operations report (opState), so a listing agrees with
+// the resources it lists.
 func operationFilter(ctx context.Context, tx *sql.Tx, f scheduler.OperationFilter) (where []string, args []any, none bool, err error) {
 	if f.State != "" {
-		where = append(where, "o.state = ?")
-		args = append(args, string(f.State))
+		where = append(where, statesTerm([]scheduler.State{f.State}))
 	}
 	if len(f.States) > 0 {
 		// The states are checked against the enum and written as literals.
@@ -309,19 +328,7 @@ func operationFilter(ctx context.Context, tx *sql.Tx, f scheduler.OperationFilte
 				return nil, nil, false, &scheduler.ValidationError{Fields: []scheduler.FieldError{{Field: "state", Message: fmt.Sprintf("%q is not a state", st)}}}
 			}
 		}
-		lits := make([]string, 0, len(f.States))
-		for _, st := range scheduler.AllStates {
-			if slices.Contains(f.States, st) {
-				lits = append(lits, "'"+string(st)+"'")
-			}
-		}
-		if len(lits) == 2 && slices.Contains(f.States, scheduler.StateHeld) && slices.Contains(f.States, scheduler.StateFailed) {
-			// Held or failed: exactly the rows with a reason (schema
-			// CHECKs), written so the attention indexes serve it in order.
-			where = append(where, "coalesce(o.hold_reason, o.failure_reason) IS NOT NULL")
-		} else {
-			where = append(where, "o.state IN ("+strings.Join(lits, ", ")+")")
-		}
+		where = append(where, statesTerm(f.States))
 	}
 	if f.Scope != "" {
 		var scopeID int64
@@ -353,6 +360,34 @@ func operationFilter(ctx context.Context, tx *sql.Tx, f scheduler.OperationFilte
 		}
 	}
 	return where, args, false, nil
+}
+
+// statesTerm selects the operations that report one of states (opState).
+// A stored state reads as itself, except that a scheduled row held back by
+// its scope reads waitingForBudget: the stored states are filtered first
+// (by index), and opState only where scheduled and waitingForBudget are not
+// asked for together.
+func statesTerm(states []scheduler.State) string {
+	want := func(st scheduler.State) bool { return slices.Contains(states, st) }
+	if len(states) == 2 && want(scheduler.StateHeld) && want(scheduler.StateFailed) {
+		// Held or failed: exactly the rows with a reason (schema CHECKs),
+		// written so the attention indexes serve it in order.
+		return "coalesce(o.hold_reason, o.failure_reason) IS NOT NULL"
+	}
+	var stored, reported []string
+	for _, st := range scheduler.AllStates {
+		if want(st) || (st == scheduler.StateScheduled && want(scheduler.StateWaitingForBudget)) {
+			stored = append(stored, "'"+string(st)+"'")
+		}
+		if want(st) {
+			reported = append(reported, "'"+string(st)+"'")
+		}
+	}
+	term := "o.state IN (" + strings.Join(stored, ", ") + ")"
+	if want(scheduler.StateScheduled) != want(scheduler.StateWaitingForBudget) {
+		term += " AND " + opState + " IN (" + strings.Join(reported, ", ") + ")"
+	}
+	return term
 }
 
 // cursorPrefix versions the cursor format.

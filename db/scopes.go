@@ -14,13 +14,14 @@ import (
 )
 
 // scopeColumns are the columns scanScope reads, in order, for table alias s.
-// The last one is the in-flight count, derived from running rows.
+// The last two are the end of every pause (scopePausedUntil) and the
+// in-flight count, derived from running rows.
 const scopeColumns = `s.id, s.name, s.provider, s.base_url, s.credentials, s.idempotency_header,
 	s.max_concurrent, s.rate_requests, s.rate_per_ms, s.hold_reason, s.paused_until, s.pause_reason,
 	s.budget_remaining, s.budget_limit, s.budget_reset_at, s.created_at, s.updated_at,
 	s.limit_group, s.budget_reserve,
-	s.profile_spec,
-	(SELECT COUNT(*) FROM operations r WHERE r.scope_id = s.id AND r.state = 'running')`
+	s.profile_spec, ` + scopePausedUntil + `,
+	` + scopeRunning
 
 // scopeRow is a scope as stored, with its row ID and rate slot.
 type scopeRow struct {
@@ -38,6 +39,7 @@ func (db *DB) scanScope(row interface{ Scan(...any) error }) (scopeRow, error) {
 		rateRequests, ratePerMS               sql.NullInt64
 		hold                                  sql.NullString
 		pausedUntil, createdAt, updatedAt     int64
+		pauseEnds                             int64
 		budgetRemaining, budgetLimit, resetAt sql.NullInt64
 		profileSpec                           sql.NullString
 	)
@@ -45,7 +47,7 @@ func (db *DB) scanScope(row interface{ Scan(...any) error }) (scopeRow, error) {
 	err := row.Scan(&sr.id, &s.Name, &s.Provider, &s.BaseURL, &creds, &s.IdempotencyHeader,
 		&s.MaxConcurrent, &rateRequests, &ratePerMS, &hold, &pausedUntil, &s.PauseReason,
 		&budgetRemaining, &budgetLimit, &resetAt, &createdAt, &updatedAt,
-		&s.Group, &s.BudgetReserve, &profileSpec, &s.InFlight)
+		&s.Group, &s.BudgetReserve, &profileSpec, &pauseEnds, &s.InFlight)
 	if err != nil {
 		return scopeRow{}, err
 	}
@@ -57,6 +59,7 @@ func (db *DB) scanScope(row interface{ Scan(...any) error }) (scopeRow, error) {
 	}
 	s.HoldReason = scheduler.HoldReason(hold.String)
 	s.PausedUntil = fromMillis(pausedUntil)
+	s.PauseEnds = fromMillis(pauseEnds)
 	if budgetRemaining.Valid {
 		s.Budget = &providers.Budget{Remaining: budgetRemaining.Int64, Limit: budgetLimit.Int64, ResetAt: fromNullMillis(resetAt)}
 	}
@@ -254,9 +257,11 @@ func (db *DB) ListScopes(ctx context.Context) ([]scheduler.Scope, error) {
 	return out, nil
 }
 
-// ResumeScope lifts the scope's hold and pause and records act ("resume").
-// Operations keep their own next attempt times. ErrNotFound for an unknown
-// scope.
+// ResumeScope lifts every wait of the scope at once and records act
+// ("resume"): its hold, its own pause, its learned budget (the figures are
+// forgotten until the provider's next answer, so a spent budget no longer
+// waits for its reset) and its rate slot. Operations keep their own next
+// attempt times. ErrNotFound for an unknown scope.
 func (db *DB) ResumeScope(ctx context.Context, name string, act scheduler.Action) (scheduler.Scope, error) {
 	tx, err := db.beginWrite(ctx)
 	if err != nil {
@@ -275,28 +280,36 @@ func (db *DB) ResumeScope(ctx context.Context, name string, act scheduler.Action
 
 func (db *DB) resumeScope(ctx context.Context, tx *sql.Tx, name string, act scheduler.Action) (scopeRow, error) {
 	var (
-		hold        sql.NullString
-		pausedUntil int64
+		hold                          sql.NullString
+		pausedUntil, pauseEnds, ready int64
 	)
-	err := tx.QueryRowContext(ctx, `SELECT hold_reason, paused_until FROM scopes WHERE name = ?`, name).Scan(&hold, &pausedUntil)
+	err := tx.QueryRowContext(ctx, `SELECT s.hold_reason, s.paused_until, `+scopePausedUntil+`, `+scopeReadyAt+`
+		FROM scopes s WHERE s.name = ?`, name).Scan(&hold, &pausedUntil, &pauseEnds, &ready)
 	if errors.Is(err, sql.ErrNoRows) {
 		return scopeRow{}, scheduler.ErrNotFound
 	} else if err != nil {
 		return scopeRow{}, err
 	}
+	now := millis(act.At)
 	var was []string
 	if hold.Valid {
 		was = append(was, "held ("+hold.String+")")
 	}
-	if pausedUntil > millis(act.At) {
+	switch {
+	case pausedUntil > now && pausedUntil == pauseEnds:
 		was = append(was, "paused until "+fromMillis(pausedUntil).Format(time.RFC3339))
+	case pauseEnds > now:
+		was = append(was, "budget spent until "+fromMillis(pauseEnds).Format(time.RFC3339))
+	case ready > now:
+		was = append(was, "next rate slot at "+fromMillis(ready).Format(time.RFC3339))
 	}
 	if len(was) == 0 {
 		was = append(was, "open")
 	}
 	_, err = tx.ExecContext(ctx, `
-		UPDATE scopes SET hold_reason = NULL, paused_until = 0, pause_reason = '', updated_at = ?
-		WHERE name = ?`, millis(act.At), name)
+		UPDATE scopes SET hold_reason = NULL, paused_until = 0, pause_reason = '', next_slot_at = 0,
+			budget_remaining = NULL, budget_limit = NULL, budget_reset_at = NULL, updated_at = ?
+		WHERE name = ?`, now, name)
 	if err != nil {
 		return scopeRow{}, err
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,7 +14,8 @@ import (
 
 // CountOperations counts the operations ListOperations would list for f
 // over all its pages (f.Limit and f.Cursor are ignored). It reads the same
-// indexes as the listing.
+// indexes as the listing, and each counted row's scope (by primary key)
+// when the states asked for depend on it.
 func (db *DB) CountOperations(ctx context.Context, f scheduler.OperationFilter) (int, error) {
 	tx, err := db.beginRead(ctx)
 	if err != nil {
@@ -28,6 +30,9 @@ func (db *DB) CountOperations(ctx context.Context, f scheduler.OperationFilter) 
 		return 0, nil
 	}
 	query := `SELECT COUNT(*) FROM operations o`
+	if slices.ContainsFunc(where, func(w string) bool { return strings.Contains(w, opState) }) {
+		query = `SELECT COUNT(*)` + operationFrom // the state reported depends on the scope
+	}
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}

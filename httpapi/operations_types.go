@@ -92,8 +92,12 @@ type Operation struct {
 	// Attempt counts every attempt started, across releases.
 	Attempt int `json:"attempt"`
 	// NextAttemptAt is set while the operation waits (scheduled,
-	// waitingForBudget).
-	NextAttemptAt   *time.Time `json:"nextAttemptAt"`
+	// waitingForBudget): the moment it may go, never before its scope
+	// admits it.
+	NextAttemptAt *time.Time `json:"nextAttemptAt"`
+	// BlockedBy is "scopeHeld" while the operation waits behind a held
+	// scope; null otherwise.
+	BlockedBy       *string    `json:"blockedBy"`
 	RequestIdentity string     `json:"requestIdentity"`
 	HoldReason      *string    `json:"holdReason"`
 	FailureReason   *string    `json:"failureReason"`
@@ -311,6 +315,7 @@ func newOperation(op scheduler.Operation) Operation {
 		State:           string(op.State),
 		Attempt:         op.Attempt,
 		RequestIdentity: op.RequestIdentity,
+		BlockedBy:       optString(string(op.BlockedBy)),
 		HoldReason:      optString(string(op.HoldReason)),
 		FailureReason:   optString(string(op.FailureReason)),
 		CreatedAt:       optTime(op.CreatedAt),

@@ -69,7 +69,7 @@ func (s *Server) handleGetScope(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleResumeScope answers POST /v1/scopes/{providerScope}/resume: it
-// lifts the scope's hold and pause.
+// lifts every wait of the scope (hold, pause, learned budget, rate slot).
 func (s *Server) handleResumeScope(w http.ResponseWriter, r *http.Request) {
 	name, ok := s.scopeParam(w, r)
 	if !ok {

@@ -117,7 +117,7 @@ func (s *Server) handleUIScope(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleUIResume answers POST /ui/scopes/{providerScope}/resume: it lifts
-// the scope's hold and pause.
+// every wait of the scope (hold, pause, learned budget, rate slot).
 func (s *Server) handleUIResume(w http.ResponseWriter, r *http.Request) {
 	name, ok := s.uiScopeParam(w, r)
 	if !ok || !s.uiParseForm(w, r) {

@@ -15,6 +15,9 @@ import (
 // stateWords explains an operation's state, with its reason, in plain
 // words for support staff.
 func stateWords(op scheduler.Operation) string {
+	if op.BlockedBy == scheduler.BlockedByScopeHeld {
+		return "Waiting behind its scope, which is held: it is not sent until a person resumes the scope or replaces its credentials; then it goes at its next attempt time."
+	}
 	switch op.State {
 	case scheduler.StateScheduled:
 		if op.Attempt == 0 {
@@ -22,7 +25,7 @@ func stateWords(op scheduler.Operation) string {
 		}
 		return "Waiting to be sent again after a temporary failure, at its next attempt time."
 	case scheduler.StateWaitingForBudget:
-		return "Waiting for the provider's rate limit or the scope's budget; it goes again at its next attempt time."
+		return "Waiting for the provider's rate limit or its scope (a pause, a spent budget, the scope's rate); it goes at its next attempt time."
 	case scheduler.StateRunning:
 		return "Being sent to the provider right now."
 	case scheduler.StateHeld:
@@ -58,6 +61,8 @@ func reasonLabel(reason string) string {
 		return "outcome unknown"
 	case string(scheduler.HoldAuthRevoked):
 		return "credentials refused"
+	case string(scheduler.BlockedByScopeHeld):
+		return "scope held"
 	case string(scheduler.FailurePermanent):
 		return "rejected by the provider"
 	case string(scheduler.FailureRetryBudgetExhausted):

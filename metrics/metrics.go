@@ -103,7 +103,7 @@ func New(cfg Config) (*Metrics, error) {
 		}),
 		lateness: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "pacer_dispatch_lateness_seconds",
-			Help:    "Claim time minus the time the operation became eligible (its nextAttemptAt).",
+			Help:    "Claim time minus the time the operation became eligible: its nextAttemptAt, or its scope's ready time (pause end, budget reset, rate slot) when later.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 12), // 1ms … 70min
 		}),
 		claimDuration: prometheus.NewHistogram(prometheus.HistogramOpts{

@@ -24,8 +24,7 @@ func (p Policy) Decide(op Operation, idem providers.Idempotency, out providers.O
 	var d Decision
 	d.Scope.Budget = out.Budget
 	if b := out.Budget; b != nil && b.Remaining <= 0 && b.ResetAt.After(now) {
-		until := minTime(b.ResetAt, now.Add(p.MaxHint))
-		d.Scope.PauseUntil, d.Scope.PauseReason = until, "budget spent: remaining 0 until reset"
+		d.Scope.PauseUntil, d.Scope.PauseReason = b.ResetAt, "budget spent: remaining 0 until reset"
 	}
 	class := out.Class
 	switch {
@@ -57,6 +56,7 @@ func (p Policy) Decide(op Operation, idem providers.Idempotency, out providers.O
 	d.Uncounted = class == providers.ClassRateLimited
 	p.neverFailMaybeApplied(&d, op)
 	d.NextAttemptAt = d.NextAttemptAt.Truncate(time.Millisecond)
+	p.boundLearned(&d.Scope, now)
 	return d
 }
 
@@ -89,6 +89,21 @@ func (p Policy) Expire(op Operation, now time.Time) Decision {
 		op.Deadline.Format(time.RFC3339), op.State, op.Attempt, now.UTC().Format(time.RFC3339)))
 	p.neverFailMaybeApplied(&d, op)
 	return d
+}
+
+// boundLearned clamps every wait an answer teaches the scope to the
+// longest honoured hint (design §11: no answer freezes a scope beyond the
+// policy's bounds): the pause, and the learned budget's reset, which the
+// store waits for while the budget is spent to the reserve and paces the
+// budget's rate slots by. It is the one place these waits are bounded.
+func (p Policy) boundLearned(e *ScopeEffect, now time.Time) {
+	latest := now.Add(p.MaxHint)
+	e.PauseUntil = minTime(e.PauseUntil, latest)
+	if b := e.Budget; b != nil && b.ResetAt.After(latest) {
+		bounded := *b
+		bounded.ResetAt = latest
+		e.Budget = &bounded
+	}
 }
 
 // decideRateLimited waits for the provider's hint (or the default delay),

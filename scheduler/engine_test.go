@@ -249,7 +249,10 @@ func TestRateLimitPausesOnlyItsScope(t *testing.T) {
 		t.Fatalf("pass during pause claimed %d, want 1 (b2 only)", n)
 	}
 	h.wantState("b2", scheduler.StateSucceeded)
-	h.wantState("a2", scheduler.StateScheduled)
+	// a2 says what will happen: it waits for its scope's pause.
+	if a2 := h.wantState("a2", scheduler.StateWaitingForBudget); !a2.NextAttemptAt.Equal(sa.PausedUntil) {
+		t.Errorf("a2 next attempt %s, want the pause end %s", a2.NextAttemptAt, sa.PausedUntil)
+	}
 	if got := len(prov.requests("/a2")); got != 0 {
 		t.Fatalf("a2 sent during its scope's pause")
 	}

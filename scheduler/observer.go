@@ -19,7 +19,8 @@ type Observer interface {
 	ObserveClaim(took time.Duration, claimed int)
 	// ObserveDispatch records one claimed operation about to be sent:
 	// lateness is the claim time minus the time the operation became
-	// eligible (its NextAttemptAt), never negative.
+	// eligible (the claimed NextAttemptAt: its own time, or its scope's
+	// ready time when later, so a pause is not lateness), never negative.
 	ObserveDispatch(provider string, lateness time.Duration)
 	// ObserveAttempt records one finished attempt: the class of the
 	// provider's answer and how long the request took.

@@ -83,12 +83,18 @@ type Operation struct {
 	// count toward Retry.MaxAttempts: the claim counts each attempt it
 	// starts, and a rate-limited completion gives its count back.
 	BudgetAttempts int
-	NextAttemptAt  time.Time
-	HoldReason     HoldReason
-	FailureReason  FailureReason
-	LastOutcome    *OutcomeSummary
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// NextAttemptAt is, for a due operation, the moment it may go: its own
+	// time, or its scope's ready time (pause, budget reset, rate slot) when
+	// that is later, in which case State reads StateWaitingForBudget.
+	NextAttemptAt time.Time
+	// BlockedBy names what beyond time keeps a due operation back (its
+	// scope's hold); empty for nothing.
+	BlockedBy     BlockedBy
+	HoldReason    HoldReason
+	FailureReason FailureReason
+	LastOutcome   *OutcomeSummary
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 	// Deadline ends the current retry budget (its start + Retry.MaxElapsed).
 	Deadline time.Time
 	Retry    Retry

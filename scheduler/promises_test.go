@@ -148,7 +148,8 @@ func TestRecoveredMutationIsNeverFailed(t *testing.T) {
 	if n, err := second.Recover(context.Background()); err != nil || n != 1 {
 		t.Fatalf("recover: %d %v", n, err)
 	}
-	if op := h.wantState("refund", scheduler.StateScheduled); !op.MaybeApplied {
+	// The stripe scope's rate slot is not yet free, so it reads waiting.
+	if op := h.wantState("refund", scheduler.StateWaitingForBudget); !op.MaybeApplied {
 		t.Fatal("a recovered mutation is not marked maybe applied")
 	}
 	h.clock.Add(20 * time.Second) // the old attempt ends; its completion is fenced out
@@ -270,7 +271,7 @@ func TestDeadlineEndsWaitingWork(t *testing.T) {
 		h.enqueue(scheduler.OperationInput{ID: "short", Scope: "a", Method: "GET", Path: "/short", MaxElapsed: short})
 		h.clock.Add(short)
 		h.pass()
-		h.wantState("short", scheduler.StateScheduled) // at its deadline: not yet
+		h.wantState("short", scheduler.StateWaitingForBudget) // behind the pause, at its deadline: not yet ended
 		h.clock.Add(justAfter - short)
 		h.pass()
 		h.expiredBy("short", scheduler.StateFailed, "/short", prov)
@@ -358,7 +359,7 @@ func TestDeadlineEndsWaitingWork(t *testing.T) {
 		waitFor(t, func() bool { return len(prov.requests("/m")) == 1 && len(prov.requests("/blocker")) == 1 })
 		h.clock.Add(20 * time.Second) // blocker: the scope pauses for an hour; m times out
 		h.engine.Wait()
-		if op := h.wantState("m", scheduler.StateScheduled); !op.MaybeApplied {
+		if op := h.wantState("m", scheduler.StateWaitingForBudget); !op.MaybeApplied { // behind the scope's pause
 			t.Fatal("the uncertain attempt did not mark m")
 		}
 		h.clock.Add(time.Minute - 20*time.Second + scheduler.DeadlineGrace + time.Millisecond)

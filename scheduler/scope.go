@@ -128,9 +128,15 @@ type Scope struct {
 	ScopeConfig
 	// HoldReason is set while the scope is held.
 	HoldReason HoldReason
-	// PausedUntil is the end of the scope's pause; zero or past when open.
+	// PausedUntil is the end of the scope's own pause (a rate limit); zero
+	// or past when it has none.
 	PausedUntil time.Time
 	PauseReason string
+	// PauseEnds is when every pause of the scope ends: its own, and its
+	// learned budget's while it is spent down to the reserve. The store
+	// computes it with the rule its claims admit by; zero or past when the
+	// scope is not paused.
+	PauseEnds time.Time
 	// Budget is the last budget figures seen; nil before any.
 	Budget *providers.Budget
 	// InFlight is derived from leased rows.
@@ -151,16 +157,15 @@ func (s Scope) Status(now time.Time) ScopeStatus {
 }
 
 // Pause says until when and why nothing of the scope is sent, at now: its
-// own pause (a rate limit, possibly shared by its group), or its learned
-// budget spent down to the reserve until the provider's reset. Zero when
-// the scope is not paused.
+// PauseEnds, explained by its own pause (a rate limit, possibly shared by
+// its group) or by its learned budget spent down to the reserve until the
+// provider's reset. Zero when the scope is not paused.
 func (s Scope) Pause(now time.Time) (time.Time, string) {
-	until, why := time.Time{}, ""
-	if s.PausedUntil.After(now) {
-		until, why = s.PausedUntil, s.PauseReason
+	if !s.PauseEnds.After(now) {
+		return time.Time{}, ""
 	}
-	if b := s.Budget; b != nil && b.Remaining <= int64(s.BudgetReserve) && b.ResetAt.After(now) && b.ResetAt.After(until) {
-		until, why = b.ResetAt, fmt.Sprintf("budget spent: %d remaining (reserve %d) until the provider's reset", b.Remaining, s.BudgetReserve)
+	if b := s.Budget; b != nil && !s.PauseEnds.Equal(s.PausedUntil) {
+		return s.PauseEnds, fmt.Sprintf("budget spent: %d remaining (reserve %d) until the provider's reset", b.Remaining, s.BudgetReserve)
 	}
-	return until, why
+	return s.PauseEnds, s.PauseReason
 }

@@ -203,7 +203,8 @@ func (s *Service) ListScopes(ctx context.Context) ([]Scope, error) {
 	return s.store.ListScopes(ctx)
 }
 
-// ResumeScope lifts a scope's hold and pause.
+// ResumeScope lifts every wait of a scope at once: its hold, its pause,
+// its learned budget's wait and its rate slot.
 func (s *Service) ResumeScope(ctx context.Context, name, reason, actor string) (Scope, error) {
 	if err := requireReason(reason); err != nil {
 		return Scope{}, err

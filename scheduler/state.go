@@ -111,3 +111,14 @@ const (
 	// ScopeHeld: nothing of the scope is sent until a person acts.
 	ScopeHeld ScopeStatus = "held"
 )
+
+// BlockedBy names what, beyond its next attempt time, keeps a due
+// operation from being sent.
+type BlockedBy string
+
+// The blockers.
+const (
+	// BlockedByScopeHeld: the operation's scope is held; nothing of it is
+	// sent until a person resumes the scope or replaces its credentials.
+	BlockedByScopeHeld BlockedBy = "scopeHeld"
+)

@@ -23,8 +23,10 @@ type Store interface {
 	GetScope(ctx context.Context, name string) (Scope, error)
 	// ListScopes returns every scope, by name.
 	ListScopes(ctx context.Context) ([]Scope, error)
-	// ResumeScope lifts the scope's hold and pause and records act. It
-	// returns ErrNotFound for an unknown scope.
+	// ResumeScope lifts every wait of the scope at once (design §11): its
+	// hold, its pause, its learned budget's wait for the provider's reset
+	// (the figures are forgotten until the next answer) and its rate slot,
+	// and records act. It returns ErrNotFound for an unknown scope.
 	ResumeScope(ctx context.Context, name string, act Action) (Scope, error)
 
 	// Enqueue stores ops in one transaction, each with its own result:
@@ -73,9 +75,12 @@ type Store interface {
 
 	// ClaimDue leases up to p.Limit due operations in one immediate
 	// transaction. It admits an operation only when its NextAttemptAt <=
-	// p.Now, its scope is neither held nor paused at p.Now, the scope's
-	// running count is under MaxConcurrent, and the scope's configured rate
-	// allows a send at p.Now. It takes operations fairly across scopes
+	// p.Now, its scope is not held, the scope's ready time (the end of its
+	// pause, of its learned budget's wait while spent to the reserve, and
+	// its rate slot) has come, and the scope's running count is under
+	// MaxConcurrent; NextWake waits by the same rule. A claimed operation's
+	// NextAttemptAt is the moment it became eligible (its own time, or its
+	// scope's ready time when later), so lateness counts from there. It takes operations fairly across scopes
 	// (round robin, oldest due first). Each claim sets state running, bumps
 	// LeaseToken, sets LeaseExpiresAt = p.Now+p.LeaseFor, increments Attempt
 	// and BudgetAttempts, sets FirstSentAt if zero, and writes the attempt's
@@ -103,11 +108,14 @@ type Store interface {
 	// operation is overdue. ExpireResult.Next is the earliest deadline of
 	// the operations still waiting (zero when none).
 	ExpireOverdue(ctx context.Context, p ExpireParams) (ExpireResult, error)
-	// NextWake returns the earliest time after which a claim could admit
-	// something or a lease expires: the earliest of each open or paused
-	// (not held) scope's earliest due time (no earlier than its pause end
-	// and rate slot), and the earliest lease expiry. ok is false when
-	// nothing is waiting.
+	// NextWake returns the earliest time at which a claim could admit
+	// something or a lease expires: the earliest, over the scopes that are
+	// not held and have a free concurrency slot, of each one's earliest due
+	// time (no earlier than its ready time, by the rule ClaimDue admits
+	// by), and the earliest lease expiry. A claim at the time returned
+	// admits something unless a lease expires then; it lies in the past
+	// only when a claim now admits something. ok is false when nothing is
+	// waiting.
 	NextWake(ctx context.Context) (at time.Time, ok bool, err error)
 
 	// PruneFinished is one bounded retention batch, in one short

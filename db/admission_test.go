@@ -1,0 +1,222 @@
+package db_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"pacer/scheduler"
+)
+
+// NextWake and ClaimDue follow one rule (design §11 "Idle is idle"): over
+// random scope states (holds, pauses, rate slots, learned budgets above,
+// at and below their reserve with resets past, future and unknown, full
+// and free concurrency, due work now, past and future), the time NextWake
+// returns is never one at which the claim admits nothing (unless a lease
+// expires then): a wake-up in the past is a claim loop that spins. And it
+// is never late: a millisecond before it, nothing is admitted.
+func TestNextWakeIsWhenTheClaimAdmits(t *testing.T) {
+	d, path := newTestDB(t)
+	raw := rawDB(t, path)
+	rapid.Check(t, func(rt *rapid.T) {
+		ctx := context.Background()
+		// One database, emptied for each state.
+		for _, table := range []string{"attempts", "audit", "operations", "changes", "scopes"} {
+			if _, err := raw.Exec(`DELETE FROM ` + table); err != nil {
+				rt.Fatal(err)
+			}
+		}
+		offset := func(label string, lo, hi int) int64 {
+			return t0.Add(time.Duration(rapid.IntRange(lo, hi).Draw(rt, label)) * time.Second).UnixMilli()
+		}
+
+		nScopes := rapid.IntRange(1, 4).Draw(rt, "scopes")
+		for i := range nScopes {
+			name := fmt.Sprintf("s%d", i)
+			cfg := scheduler.ScopeConfig{Name: name, Provider: "generic", BaseURL: "https://api.example.com",
+				MaxConcurrent: rapid.IntRange(1, 3).Draw(rt, "maxConcurrent"), BudgetReserve: rapid.IntRange(0, 3).Draw(rt, "reserve")}
+			if rapid.Bool().Draw(rt, "rate") {
+				cfg.RateLimit = &scheduler.RateLimit{Requests: rapid.IntRange(1, 3).Draw(rt, "rateRequests"), Per: time.Duration(rapid.IntRange(1, 20).Draw(rt, "ratePerSeconds")) * time.Second}
+			}
+			if _, _, err := d.PutScope(ctx, cfg, scheduler.Action{Actor: "t", At: t0, Reason: "setup"}); err != nil {
+				rt.Fatal(err)
+			}
+			var ops []scheduler.NewOperation
+			for j := range rapid.IntRange(0, 4).Draw(rt, "ops") {
+				ops = append(ops, newOp(fmt.Sprintf("%s-%d", name, j), name, t0.Add(time.Duration(rapid.IntRange(-60, 120).Draw(rt, "due"))*time.Second)))
+			}
+			if len(ops) > 0 {
+				if _, err := d.Enqueue(ctx, ops, t0.Add(-time.Hour)); err != nil {
+					rt.Fatal(err)
+				}
+			}
+			// Some of them in flight, leased until a random time.
+			if n := rapid.IntRange(0, 2).Draw(rt, "running"); n > 0 {
+				if _, err := raw.Exec(`
+					UPDATE operations SET state = 'running', lease_token = 1, attempt = 1, budget_attempts = 1,
+						first_sent_at = ?1, lease_expires_at = ?2
+					WHERE id IN (SELECT id FROM operations WHERE scope_id = (SELECT id FROM scopes WHERE name = ?3) LIMIT ?4)`,
+					t0.UnixMilli(), offset("leaseExpires", 1, 120), name, n); err != nil {
+					rt.Fatal(err)
+				}
+			}
+			// Its admission state.
+			var hold any
+			if rapid.IntRange(0, 4).Draw(rt, "held") == 0 {
+				hold = "authRevoked"
+			}
+			var paused, slot int64
+			if rapid.Bool().Draw(rt, "paused") {
+				paused = offset("pausedUntil", -30, 120)
+			}
+			if rapid.Bool().Draw(rt, "slot") {
+				slot = offset("nextSlotAt", -30, 120)
+			}
+			var remaining, reset any
+			if rapid.Bool().Draw(rt, "budget") {
+				remaining = rapid.IntRange(0, 5).Draw(rt, "remaining")
+				if rapid.IntRange(0, 3).Draw(rt, "resetKnown") > 0 {
+					reset = offset("resetAt", -30, 300)
+				}
+			}
+			if _, err := raw.Exec(`UPDATE scopes SET hold_reason = ?, paused_until = ?, next_slot_at = ?,
+				budget_remaining = ?, budget_reset_at = ? WHERE name = ?`,
+				hold, paused, slot, remaining, reset, name); err != nil {
+				rt.Fatal(err)
+			}
+		}
+		now := t0.Add(time.Duration(rapid.IntRange(0, 60).Draw(rt, "now")) * time.Second)
+
+		at, ok, err := d.NextWake(ctx)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		claimAt := func(when time.Time) int {
+			cs, err := d.ClaimDue(ctx, scheduler.ClaimParams{Now: when, Limit: 100, LeaseFor: time.Hour})
+			if err != nil {
+				rt.Fatal(err)
+			}
+			return len(cs)
+		}
+		var leaseEnd sql.NullInt64
+		if err := raw.QueryRow(`SELECT MIN(lease_expires_at) FROM operations WHERE state = 'running'`).Scan(&leaseEnd); err != nil {
+			rt.Fatal(err)
+		}
+		if !ok {
+			if n := claimAt(now.Add(24 * time.Hour)); n != 0 {
+				rt.Fatalf("NextWake says nothing waits, yet a claim a day later admits %d", n)
+			}
+			return
+		}
+		if at.After(now) {
+			if n := claimAt(at.Add(-time.Millisecond)); n != 0 {
+				rt.Fatalf("NextWake %s is late: a claim a millisecond before admits %d", at, n)
+			}
+		}
+		when := at
+		if when.Before(now) {
+			when = now
+		}
+		if n := claimAt(when); n == 0 && !(leaseEnd.Valid && leaseEnd.Int64 == at.UnixMilli()) {
+			rt.Fatalf("NextWake %s (now %s): the claim there admits nothing and no lease expires then: the loop would spin", at, now)
+		}
+	})
+}
+
+// Design §11 "What the API says is what will happen": an operation held
+// back by its scope (pause, spent budget, rate slot) reads waitingForBudget
+// at the moment its scope admits it, in every read path (get, list,
+// filters, counts, the enqueue's own answer), computed at read time
+// without rewriting the backlog; one behind a held scope says so.
+func TestOperationsReportWhatTheirScopeDoes(t *testing.T) {
+	ctx := context.Background()
+	d, path := newTestDB(t)
+	raw := rawDB(t, path)
+	for _, s := range []string{"paused", "spent", "slot", "held", "open"} {
+		putScope(t, d, s, scopeOpts{MaxConcurrent: 10})
+	}
+	pauseEnd, reset, slot := t0.Add(time.Hour), t0.Add(2*time.Hour), t0.Add(time.Minute)
+	for _, q := range []struct {
+		query string
+		args  []any
+	}{
+		{`UPDATE scopes SET paused_until = ? WHERE name = 'paused'`, []any{pauseEnd.UnixMilli()}},
+		{`UPDATE scopes SET budget_remaining = 0, budget_reset_at = ? WHERE name = 'spent'`, []any{reset.UnixMilli()}},
+		{`UPDATE scopes SET next_slot_at = ? WHERE name = 'slot'`, []any{slot.UnixMilli()}},
+		{`UPDATE scopes SET hold_reason = 'authRevoked' WHERE name = 'held'`, nil},
+	} {
+		if _, err := raw.Exec(q.query, q.args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	created := map[string]scheduler.Operation{}
+	for _, o := range enqueue(t, d, t0,
+		newOp("paused-now", "paused", t0), newOp("paused-after", "paused", pauseEnd.Add(time.Minute)),
+		newOp("spent-now", "spent", t0), newOp("slot-now", "slot", t0),
+		newOp("held-now", "held", t0), newOp("open-now", "open", t0)) {
+		created[o.ID] = o
+	}
+	want := map[string]struct {
+		state     scheduler.State
+		next      time.Time
+		blockedBy scheduler.BlockedBy
+	}{
+		"paused-now":   {scheduler.StateWaitingForBudget, pauseEnd, ""},
+		"paused-after": {scheduler.StateScheduled, pauseEnd.Add(time.Minute), ""},
+		"spent-now":    {scheduler.StateWaitingForBudget, reset, ""},
+		"slot-now":     {scheduler.StateWaitingForBudget, slot, ""},
+		"held-now":     {scheduler.StateScheduled, t0, scheduler.BlockedByScopeHeld},
+		"open-now":     {scheduler.StateScheduled, t0, ""},
+	}
+	for id, w := range want {
+		for how, op := range map[string]scheduler.Operation{"get": getOp(t, d, id), "enqueue": created[id]} {
+			if op.State != w.state || !op.NextAttemptAt.Equal(w.next) || op.BlockedBy != w.blockedBy {
+				t.Errorf("%s (%s): %s at %s blocked by %q; want %s at %s blocked by %q", id, how, op.State, op.NextAttemptAt, op.BlockedBy, w.state, w.next, w.blockedBy)
+			}
+		}
+	}
+	var stored int
+	if err := raw.QueryRow(`SELECT COUNT(*) FROM operations WHERE state = 'scheduled'`).Scan(&stored); err != nil || stored != len(want) {
+		t.Fatalf("stored scheduled rows = %d, %v: the backlog must not be rewritten", stored, err)
+	}
+	list := func(f scheduler.OperationFilter) string {
+		p, err := d.ListOperations(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := d.CountOperations(ctx, f)
+		if err != nil || n != len(p.Operations) {
+			t.Errorf("count %+v = %d, %v; the listing has %d", f, n, err, len(p.Operations))
+		}
+		var ids []string
+		for _, o := range p.Operations {
+			ids = append(ids, o.ID)
+		}
+		return fmt.Sprint(ids)
+	}
+	for _, tc := range []struct {
+		f    scheduler.OperationFilter
+		want string
+	}{
+		{scheduler.OperationFilter{State: scheduler.StateWaitingForBudget}, "[slot-now spent-now paused-now]"},
+		{scheduler.OperationFilter{State: scheduler.StateScheduled}, "[open-now held-now paused-after]"},
+		{scheduler.OperationFilter{States: []scheduler.State{scheduler.StateWaitingForBudget, scheduler.StateHeld}}, "[slot-now spent-now paused-now]"},
+		{scheduler.OperationFilter{States: []scheduler.State{scheduler.StateScheduled, scheduler.StateWaitingForBudget}}, "[open-now held-now slot-now spent-now paused-after paused-now]"},
+		{scheduler.OperationFilter{State: scheduler.StateWaitingForBudget, Scope: "paused"}, "[paused-now]"},
+	} {
+		if got := list(tc.f); got != tc.want {
+			t.Errorf("list %+v = %s, want %s", tc.f, got, tc.want)
+		}
+	}
+	c, err := d.CountByState(ctx, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Operations[scheduler.StateWaitingForBudget] != 3 || c.Operations[scheduler.StateScheduled] != 3 {
+		t.Errorf("counts by state %v, want 3 waitingForBudget and 3 scheduled", c.Operations)
+	}
+}

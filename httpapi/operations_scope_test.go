@@ -1,0 +1,66 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"pacer/httpapi"
+	"pacer/providers"
+	"pacer/scheduler"
+)
+
+// Design §11 "What the API says is what will happen": behind a paused
+// scope an operation reads waitingForBudget at the pause end, in its
+// creation answer, its resource and the filtered listing; behind a held
+// scope it carries blockedBy "scopeHeld", and the support page says so.
+func TestOperationsShowTheirScopesWait(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	enqueue(t, b, "first", "account-a")
+	pauseEnd := b.svc.Now().Add(time.Hour)
+	completeDue(t, b, 1, providers.Outcome{Class: providers.ClassRateLimited, Status: 429},
+		scheduler.Decision{State: scheduler.StateWaitingForBudget, NextAttemptAt: pauseEnd, Reason: "rate limited",
+			Scope: scheduler.ScopeEffect{PauseUntil: pauseEnd, PauseReason: "rate limited"}})
+	pauseEnd = pauseEnd.Truncate(time.Millisecond)
+
+	op := enqueue(t, b, "behind", "account-a")
+	if op.State != "waitingForBudget" || op.NextAttemptAt == nil || !op.NextAttemptAt.Equal(pauseEnd) || op.BlockedBy != nil {
+		t.Fatalf("created behind a pause: %s at %v blocked by %v, want waitingForBudget at %s", op.State, op.NextAttemptAt, op.BlockedBy, pauseEnd)
+	}
+	got := decodeAs[httpapi.Operation](t, b.do(http.MethodGet, opPath("behind", ""), ""), http.StatusOK)
+	if got.State != "waitingForBudget" || !got.NextAttemptAt.Equal(pauseEnd) {
+		t.Fatalf("GET behind: %s at %v", got.State, got.NextAttemptAt)
+	}
+	list := decodeAs[httpapi.OperationList](t, b.do(http.MethodGet, "/v1/operations?state=waitingForBudget", ""), http.StatusOK)
+	if got, want := ids(list), "behind,first"; got != want {
+		t.Fatalf("?state=waitingForBudget lists %s, want %s", got, want)
+	}
+
+	enqueue(t, b, "revoked", "account-b")
+	completeDue(t, b, 1, providers.Outcome{Class: providers.ClassAuthRevoked, Status: 401},
+		scheduler.Decision{State: scheduler.StateHeld, HoldReason: scheduler.HoldAuthRevoked, Reason: "credentials refused",
+			Scope: scheduler.ScopeEffect{Hold: scheduler.HoldAuthRevoked}})
+	held := enqueue(t, b, "behind-held", "account-b")
+	if held.BlockedBy == nil || *held.BlockedBy != "scopeHeld" {
+		t.Fatalf("created behind a held scope: blockedBy %v, want scopeHeld", held.BlockedBy)
+	}
+	res := b.do(http.MethodGet, opPath("behind-held", ""), "")
+	if got := decodeAs[httpapi.Operation](t, res, http.StatusOK); got.BlockedBy == nil || *got.BlockedBy != "scopeHeld" {
+		t.Fatalf("GET behind-held: blockedBy %v, want scopeHeld", got.BlockedBy)
+	}
+}
+
+// The operation page shows an operation behind a held scope as blocked.
+func TestUI_BlockedByHeldScope(t *testing.T) {
+	t.Parallel()
+	b := setupUI(t, uiOpts{})
+	b.scope("acct")
+	b.enqueue("acct", "auth-1")
+	b.settle(providers.Outcome{Class: providers.ClassAuthRevoked, Status: 401},
+		scheduler.Decision{State: scheduler.StateHeld, HoldReason: scheduler.HoldAuthRevoked, Reason: "credentials refused",
+			Scope: scheduler.ScopeEffect{Hold: scheduler.HoldAuthRevoked}})
+	b.enqueue("acct", "waiting-1")
+	wantIn(t, b.get("/ui/operations/waiting-1"), http.StatusOK, "scope held", "Blocked by", "scopeHeld", "Waiting behind its scope, which is held")
+	wantIn(t, b.get("/ui/scopes/acct"), http.StatusOK, "scope held")
+}
