@@ -341,17 +341,17 @@ func (s *Service) normalize(in OperationInput, now time.Time) (NewOperation, *Va
 	if in.MaxAttempts < 0 {
 		v.add("retry.maxAttempts", "must be positive")
 	}
-	if in.MaxElapsed < 0 {
-		v.add("retry.maxElapsed", "must be positive")
+	if msg := s.policy.CheckMaxElapsed(in.MaxElapsed); msg != "" {
+		v.add("retry.maxElapsed", msg)
 	}
 	notBefore := now
 	if in.NotBefore != nil {
+		if msg := s.policy.CheckTime(*in.NotBefore, now); msg != "" {
+			v.add("notBefore", msg)
+		}
 		notBefore = in.NotBefore.UTC()
 		if notBefore.Before(now) {
 			notBefore = now
-		}
-		if notBefore.Sub(now) > s.policy.MaxElapsedLimit {
-			v.add("notBefore", "lies too far in the future")
 		}
 	}
 	if len(v.Fields) > 0 {
@@ -361,7 +361,7 @@ func (s *Service) normalize(in OperationInput, now time.Time) (NewOperation, *Va
 		ID: in.ID, Scope: in.Scope, Kind: kind,
 		Request:         Request{Method: method, Path: in.Path, Headers: headers, Body: in.Body, ContentType: in.ContentType},
 		RequestIdentity: identity,
-		NotBefore:       notBefore.Truncate(time.Millisecond),
+		NotBefore:       CeilMillisecond(notBefore),
 		Retry:           s.policy.ClampRetry(in.MaxAttempts, in.MaxElapsed),
 	}
 	if len(op.Request.Headers) == 0 {
@@ -369,6 +369,16 @@ func (s *Service) normalize(in OperationInput, now time.Time) (NewOperation, *Va
 	}
 	op.ContentHash = contentHash(op, in.NotBefore)
 	return op, nil
+}
+
+// CeilMillisecond rounds t up to the next whole millisecond, the
+// resolution of stored times: a not-before time stored rounded down could
+// let a send leave up to a millisecond early.
+func CeilMillisecond(t time.Time) time.Time {
+	if r := t.Truncate(time.Millisecond); r.Before(t) {
+		return r.Add(time.Millisecond)
+	}
+	return t
 }
 
 // contentHash fingerprints what the client asked for: the normalized
@@ -437,10 +447,15 @@ func (s *Service) Release(ctx context.Context, id string, at *time.Time, reason,
 	}
 	now := s.Now()
 	when := now
-	if at != nil && at.After(now) {
-		when = at.UTC()
+	if at != nil {
+		if msg := s.policy.CheckTime(*at, now); msg != "" {
+			return Operation{}, &ValidationError{Fields: []FieldError{{"at", msg}}}
+		}
+		if at.After(now) {
+			when = at.UTC()
+		}
 	}
-	op, err := s.store.ReleaseOperation(ctx, id, when.Truncate(time.Millisecond), Action{Actor: actor, At: now, Reason: reason})
+	op, err := s.store.ReleaseOperation(ctx, id, CeilMillisecond(when), Action{Actor: actor, At: now, Reason: reason})
 	if err != nil {
 		return Operation{}, fmt.Errorf("release %s: %w", id, err)
 	}
