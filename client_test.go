@@ -344,6 +344,15 @@ func TestCLIEnqueueAndOps(t *testing.T) {
 		if out := e.pacer("", "ops", "resolve", "uncertain-1", "--outcome", "succeeded", "--reason", "found it").ok(t); !strings.Contains(out, "succeeded") {
 			t.Fatalf("resolve: %s", out)
 		}
+		// Beyond the policy's horizon (design §11 "Times are bounded"):
+		// refused, nothing changed, and every listing still reads.
+		e.pacer("", "ops", "release", "reject-1", "--reason", "much later", "--at", "9999-12-31T23:59:59Z").
+			fails(t, exitUsage, "at must not be later than 2027-09-11T02:00:00Z")
+		e.pacer(`{"operationId":"far-1","providerScope":"acct","request":{"method":"GET","path":"/ok"},"notBefore":"9999-12-31T23:59:59Z"}`, "enqueue").
+			fails(t, exitUsage, "notBefore must not be later than 2027-09-11T02:00:00Z")
+		if out := e.pacer("", "ops", "list", "--state", "failed").ok(t); !strings.Contains(out, "reject-1") {
+			t.Fatalf("list after refused release: %s", out)
+		}
 		if out := e.pacer("", "ops", "release", "reject-1", "--reason", "payload fixed", "--at", "2026-09-11T05:00:00Z").ok(t); !strings.Contains(out, "scheduled") || !strings.Contains(out, "2026-09-11T05:00:00Z") {
 			t.Fatalf("release --at: %s", out)
 		}

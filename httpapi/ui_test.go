@@ -517,6 +517,16 @@ func TestUI_Actions(t *testing.T) {
 		wantIn(t, p, http.StatusUnprocessableEntity, "has passed")
 		p = b.post("/ui/operations/rel-later/release", url.Values{"reason": {"later"}, "when": {"at"}, "at": {"tomorrow"}})
 		wantIn(t, p, http.StatusUnprocessableEntity, "is not a time")
+		// Beyond the policy's horizon (design §11 "Times are bounded").
+		latest := b.svc.Now().Add(scheduler.DefaultHorizon)
+		for _, far := range []string{"9999-12-31T23:59", latest.Add(time.Minute).Format("2006-01-02T15:04")} {
+			p = b.post("/ui/operations/rel-later/release", url.Values{"reason": {"much later"}, "when": {"at"}, "at": {far}})
+			wantIn(t, p, http.StatusUnprocessableEntity, "Nothing was changed", "The release time must not be later than "+latest.Format(time.RFC3339))
+			if op := b.op("rel-later"); op.State != scheduler.StateHeld {
+				t.Fatalf("state %s after a release beyond the horizon", op.State)
+			}
+		}
+		wantIn(t, b.get("/ui/operations/rel-later"), http.StatusOK, `max="`+latest.Format("2006-01-02T15:04")+`"`)
 		at := b.svc.Now().Add(3 * time.Hour).Truncate(time.Minute)
 		p = b.post("/ui/operations/rel-later/release", url.Values{"reason": {"after the maintenance window"}, "when": {"at"}, "at": {at.Format("2006-01-02T15:04")}})
 		wantIn(t, b.follow(p), http.StatusOK, "Released: it will be sent again at "+at.Format("2006-01-02 15:04:05")+" UTC")

@@ -109,6 +109,16 @@ func (p Policy) horizon() time.Duration {
 	return DefaultHorizon
 }
 
+// Latest is the latest time from outside the policy accepts at now: the
+// horizon ahead, and never after LatestTime.
+func (p Policy) Latest(now time.Time) time.Time {
+	latest := now.Add(p.horizon())
+	if latest.After(LatestTime) {
+		return LatestTime
+	}
+	return latest
+}
+
 // CheckTime is the one rule for a time given from outside (design §11
 // "Times are bounded"): it must lie between EarliestTime and LatestTime
 // and at most the policy's horizon after now. The message names the
@@ -116,10 +126,7 @@ func (p Policy) horizon() time.Duration {
 // is empty when t is acceptable. A time in the past (after EarliestTime)
 // is acceptable: callers read it as "now".
 func (p Policy) CheckTime(t, now time.Time) string {
-	latest := now.Add(p.horizon())
-	if latest.After(LatestTime) {
-		latest = LatestTime
-	}
+	latest := p.Latest(now)
 	switch {
 	case t.Before(EarliestTime):
 		return "must not be before " + EarliestTime.Format(time.RFC3339)

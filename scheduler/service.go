@@ -47,6 +47,10 @@ func NewService(store Store, clk clock.Clock, policy Policy, wake func()) *Servi
 // Now is the scheduler's clock.
 func (s *Service) Now() time.Time { return s.clock.Now().UTC() }
 
+// Latest is the latest time a notBefore or release time may name now
+// (Policy.Latest), for forms that offer a choice.
+func (s *Service) Latest() time.Time { return s.policy.Latest(s.Now()) }
+
 // ScopeInput is a scope as a person writes it.
 type ScopeInput struct {
 	Name              string
