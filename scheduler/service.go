@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -111,8 +112,8 @@ func (s *Service) validateScope(in ScopeInput) (ScopeConfig, error) {
 	if in.Profile != nil && in.Provider != providers.CustomName {
 		v.add("profile", `only a "custom" scope takes a profile; built-in providers have their own`)
 	}
-	if u, err := url.Parse(in.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		v.add("baseURL", "must be an absolute http or https URL without credentials, query or fragment")
+	if msg := checkBaseURL(in.BaseURL); msg != "" {
+		v.add("baseURL", msg)
 	}
 	if in.IdempotencyHeader != "" {
 		if in.Provider == providers.CustomName {
@@ -168,6 +169,31 @@ func (s *Service) validateScope(in ScopeInput) (ScopeConfig, error) {
 	return cfg, nil
 }
 
+// MaxBaseURLLength bounds a scope's base URL.
+const MaxBaseURLLength = 2048
+
+// checkBaseURL returns what is wrong with a scope's base URL, or "".
+func checkBaseURL(raw string) string {
+	if len(raw) > MaxBaseURLLength {
+		return fmt.Sprintf("must be at most %d bytes (got %d)", MaxBaseURLLength, len(raw))
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return "must be an absolute http or https URL without credentials, query or fragment"
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Sprintf("has port %s: a port must be between 1 and 65535", p)
+		}
+	} else if strings.HasSuffix(u.Host, ":") {
+		return "has an empty port: give one between 1 and 65535, or none"
+	}
+	if u.Hostname() == "" {
+		return "must name a host"
+	}
+	return ""
+}
+
 func validateCredentials(v *ValidationError, c Credentials) {
 	switch c.Type {
 	case CredentialNone:
@@ -179,8 +205,11 @@ func validateCredentials(v *ValidationError, c Credentials) {
 			v.add("credentials.token", "is required for bearer credentials and must be one line")
 		}
 	case CredentialHeader:
-		if !headerNamePattern.MatchString(c.Name) {
+		switch {
+		case !headerNamePattern.MatchString(c.Name):
 			v.add("credentials.name", "must be a valid header name")
+		case transportHeader(c.Name):
+			v.add("credentials.name", "must not be a hop-by-hop, host or framing header (Host, Connection, Content-Length, Transfer-Encoding, …): the transport sets those, and the credential would never be sent")
 		}
 		if c.Value == "" || strings.ContainsAny(c.Value, "\r\n") {
 			v.add("credentials.value", "is required for header credentials and must be one line")
@@ -268,16 +297,31 @@ func (s *Service) Enqueue(ctx context.Context, ins []OperationInput, prefix func
 	return res, nil
 }
 
-// hopByHop and credential headers that a client may not set on a request.
-var reservedHeaders = map[string]bool{
-	"Authorization": true, "Proxy-Authorization": true, "Cookie": true, "Set-Cookie": true,
+// transportHeaders are the hop-by-hop, host and framing headers that the
+// HTTP transport writes itself: a value given for one is dropped or
+// breaks the request, so no operation, credential or idempotency header
+// may name one.
+var transportHeaders = map[string]bool{
 	"Host": true, "Connection": true, "Keep-Alive": true, "Proxy-Connection": true,
 	"Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
-	"Content-Length": true, "X-Api-Key": true, "Api-Key": true, "X-Auth-Token": true,
+	"Content-Length": true,
 }
 
+// credentialHeaders carry credentials: only a scope sets them.
+var credentialHeaders = map[string]bool{
+	"Authorization": true, "Proxy-Authorization": true, "Cookie": true, "Set-Cookie": true,
+	"X-Api-Key": true, "Api-Key": true, "X-Auth-Token": true,
+}
+
+// transportHeader reports whether name is one of transportHeaders.
+func transportHeader(name string) bool {
+	return transportHeaders[http.CanonicalHeaderKey(name)]
+}
+
+// forbiddenHeader reports whether a client may not set name on a request:
+// a transport or a credential header.
 func forbiddenHeader(name string) bool {
-	return reservedHeaders[http.CanonicalHeaderKey(name)]
+	return transportHeader(name) || credentialHeaders[http.CanonicalHeaderKey(name)]
 }
 
 func (s *Service) normalize(in OperationInput, now time.Time) (NewOperation, *ValidationError) {
