@@ -18,7 +18,9 @@ var schema string
 // never edit or reorder a step that has shipped; add a new one.
 func migrations() []string {
 	return []string{
-		// version 2 goes here.
+		// version 2: find the operations of a scope that send one request
+		// identity (an idempotency key a provider remembers).
+		`CREATE INDEX operations_scope_identity ON operations (scope_id, request_identity);`,
 	}
 }
 

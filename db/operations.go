@@ -124,6 +124,35 @@ func (db *DB) Enqueue(ctx context.Context, ops []scheduler.NewOperation, now tim
 	return results, nil
 }
 
+// identityHolder returns the ID of another operation of the scope that
+// holds op's request identity within op.IdentityWindow (unfinished, or
+// updated less than the window before now), or "" when there is none or
+// op's own ID exists already (a repeated enqueue is judged by content).
+func identityHolder(ctx context.Context, tx *sql.Tx, scopeID int64, op scheduler.NewOperation, now time.Time) (string, error) {
+	var other string
+	err := tx.QueryRowContext(ctx, `
+		SELECT operation_id FROM operations
+		WHERE scope_id = ? AND request_identity = ? AND operation_id <> ?
+		  AND (updated_at > ? OR state NOT IN ('succeeded', 'failed', 'canceled'))
+		LIMIT 1`,
+		scopeID, op.RequestIdentity, op.ID, millis(now.Add(-op.IdentityWindow))).Scan(&other)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("find request identity: %w", err)
+	}
+	var exists int
+	err = tx.QueryRowContext(ctx, `SELECT 1 FROM operations WHERE operation_id = ?`, op.ID).Scan(&exists)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return other, nil
+	case err != nil:
+		return "", fmt.Errorf("find operation: %w", err)
+	}
+	return "", nil
+}
+
 // enqueueOne stores one operation; a rejection is its result's Err, not the
 // returned error. A new operation costs one INSERT: the stored operation is
 // built from what was written, not read back.
@@ -157,6 +186,15 @@ func enqueueOne(ctx context.Context, tx *sql.Tx, op scheduler.NewOperation, now 
 		notBefore = now
 	}
 	deadline := notBefore.Add(op.Retry.MaxElapsed)
+	if op.IdentityWindow > 0 {
+		other, err := identityHolder(ctx, tx, scope.id, op, now)
+		if err != nil {
+			return scheduler.EnqueueResult{}, err
+		}
+		if other != "" {
+			return scheduler.EnqueueResult{Err: fmt.Errorf("%w: operation %s of scope %s sends request identity %q as its idempotency key", scheduler.ErrIdentityInUse, other, op.Scope, op.RequestIdentity)}, nil
+		}
+	}
 	var rowID int64
 	err := tx.QueryRowContext(ctx, `
 		INSERT INTO operations (operation_id, scope_id, kind, method, path, headers, body, content_type,

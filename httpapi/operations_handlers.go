@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"pacer/scheduler"
@@ -134,8 +135,12 @@ func (s *Server) enqueueResult(r *http.Request, id string, res scheduler.Enqueue
 	out := BatchResult{OperationID: id}
 	if res.Err != nil {
 		err := res.Err
-		if errors.Is(err, scheduler.ErrConflict) {
+		switch {
+		case errors.Is(err, scheduler.ErrConflict):
 			err = withDetail(err, "operation %q exists with other content: resubmit the same content, or choose a new operationId", id)
+		case errors.Is(err, scheduler.ErrIdentityInUse):
+			_, what, _ := strings.Cut(err.Error(), scheduler.ErrIdentityInUse.Error()+": ")
+			err = withDetail(err, "operation %q is refused: %s, and the provider still remembers that key, so it would answer %q with the other operation's stored result; give it another requestIdentity", id, what, id)
 		}
 		p, internal := problemFor(err)
 		if internal {

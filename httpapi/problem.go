@@ -25,6 +25,10 @@ const (
 	// ProblemTypeInvalidTransition: the operation's state does not allow the
 	// action (409).
 	ProblemTypeInvalidTransition = "urn:pacer:problem:invalid-transition"
+	// ProblemTypeIdentityInUse: another operation of the scope sends the
+	// same requestIdentity as an idempotency key the provider still
+	// remembers (409).
+	ProblemTypeIdentityInUse = "urn:pacer:problem:identity-in-use"
 )
 
 // maxDetailFields bounds how many field errors a validation detail names.
@@ -133,6 +137,12 @@ func problemFor(err error) (p Problem, internal bool) {
 		p = Problem{
 			Type: ProblemTypeConflict, Title: "Conflict", Status: http.StatusConflict,
 			Detail: "an operation with this operationId exists with other content",
+		}
+	case errors.Is(err, scheduler.ErrIdentityInUse):
+		p = Problem{
+			Type: ProblemTypeIdentityInUse, Title: "Request identity in use", Status: http.StatusConflict,
+			Detail: "another operation of this scope sends this requestIdentity as its idempotency key",
+			Errors: []FieldError{{Field: "requestIdentity", Message: "is sent by another operation of the scope as its idempotency key; choose another"}},
 		}
 	case errors.Is(err, scheduler.ErrInvalidTransition):
 		p = Problem{

@@ -29,8 +29,9 @@ type Store interface {
 
 	// Enqueue stores ops in one transaction, each with its own result:
 	// created; existing (same ID and ContentHash: nothing written); or
-	// rejected with ErrConflict (same ID, other content) or ErrUnknownScope.
-	// A rejected item writes nothing; the others still commit. now is the
+	// rejected with ErrConflict (same ID, other content), ErrUnknownScope
+	// or ErrIdentityInUse (see NewOperation.IdentityWindow; wrapped, naming
+	// the other operation). A rejected item writes nothing; the others still commit. now is the
 	// creation time; each operation's deadline is NotBefore+Retry.MaxElapsed.
 	Enqueue(ctx context.Context, ops []NewOperation, now time.Time) ([]EnqueueResult, error)
 	// GetOperation returns the operation or ErrNotFound.
@@ -123,7 +124,8 @@ type EnqueueResult struct {
 	// Created is true for a new operation, false for an existing one with
 	// the same content.
 	Created bool
-	// Err is ErrConflict or ErrUnknownScope (wrapped) when rejected.
+	// Err is ErrConflict, ErrUnknownScope or ErrIdentityInUse (wrapped)
+	// when rejected.
 	Err error
 }
 
