@@ -19,8 +19,9 @@ var schema string
 func migrations() []string {
 	return []string{
 		// version 2: find the operations of a scope that send one request
-		// identity (an idempotency key a provider remembers).
-		`CREATE INDEX operations_scope_identity ON operations (scope_id, request_identity);`,
+		// identity (an idempotency key a provider remembers). The identity
+		// leads, so the planner keeps the scope's own indexes for listings.
+		`CREATE INDEX operations_identity ON operations (request_identity, scope_id);`,
 	}
 }
 
