@@ -29,6 +29,13 @@ const (
 	// same requestIdentity as an idempotency key the provider still
 	// remembers (409).
 	ProblemTypeIdentityInUse = "urn:pacer:problem:identity-in-use"
+	// ProblemTypeFeedPruned: changes after the change feed cursor were
+	// removed by retention; re-read the state and follow anew (410).
+	ProblemTypeFeedPruned = "urn:pacer:problem:feed-pruned"
+	// ProblemTypeFeedAhead: the change feed cursor lies beyond the newest
+	// change of the database (restored from a backup); re-read the state
+	// and follow anew (409).
+	ProblemTypeFeedAhead = "urn:pacer:problem:feed-ahead"
 )
 
 // maxDetailFields bounds how many field errors a validation detail names.
@@ -119,12 +126,17 @@ func problemFor(err error) (p Problem, internal bool) {
 	var (
 		ve *scheduler.ValidationError
 		de *detailError
+		fe *scheduler.FeedGapError
 	)
 	switch {
 	case errors.As(err, &p):
 		return p, false
 	case errors.As(err, &ve):
 		p = validationProblem(fromSchedulerFields(ve.Fields))
+	case errors.As(err, &fe) && errors.Is(fe, scheduler.ErrFeedAhead):
+		p = Problem{Type: ProblemTypeFeedAhead, Title: "Cursor ahead of the feed", Status: http.StatusConflict, Detail: fe.Error()}
+	case errors.As(err, &fe):
+		p = Problem{Type: ProblemTypeFeedPruned, Title: "Changes pruned", Status: http.StatusGone, Detail: fe.Error()}
 	case errors.Is(err, scheduler.ErrUnknownScope):
 		p = Problem{
 			Type: ProblemTypeUnknownScope, Title: "Unknown scope", Status: http.StatusUnprocessableEntity,

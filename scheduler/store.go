@@ -114,7 +114,9 @@ type Store interface {
 	// f.Scope only, when set), in Seq order. Seq is assigned at commit, is
 	// never reused, and a change with a higher Seq never becomes visible
 	// before one with a lower Seq: a reader that resumes after the last Seq
-	// it saw misses nothing the store still holds.
+	// it saw misses nothing the store still holds. When f.After cannot
+	// continue (CheckFeedCursor, judged in the same read as the page) it
+	// returns the *FeedGapError instead.
 	ListChanges(ctx context.Context, f ChangeFilter) ([]Change, error)
 }
 
