@@ -40,6 +40,8 @@ type cliEnv struct {
 	url      string
 	provider string
 	engine   *scheduler.Engine
+	store    *db.DB
+	clock    *clock.Mock
 }
 
 func newCLIEnv(t *testing.T) *cliEnv {
@@ -75,7 +77,7 @@ func newCLIEnv(t *testing.T) *cliEnv {
 		}
 	}))
 	t.Cleanup(prov.Close)
-	return &cliEnv{t: t, url: ts.URL, provider: prov.URL, engine: engine}
+	return &cliEnv{t: t, url: ts.URL, provider: prov.URL, engine: engine, store: store, clock: mock}
 }
 
 // runEngine claims what is due and waits for the attempts to finish.
@@ -496,5 +498,16 @@ func TestCLIFollow(t *testing.T) {
 		e.pacer("", "follow", "--wait", "2m").fails(t, exitUsage, "--wait")
 		e.pacer("", "follow", "--after", "-1").fails(t, exitUsage, "--after")
 		e.pacer("", "follow", "--scope", "no spaces").fails(t, exitUsage, "providerScope")
+	})
+	t.Run("ErrGap", func(t *testing.T) {
+		// A cursor ahead of the database (restored from an older backup),
+		// then one behind what retention kept: follow stops with a clear
+		// line instead of silently skipping.
+		e.pacer("", "follow", "--after", "99", "--wait", "0s").fails(t, exitNotFoundOrConflict, "after=99 is ahead of the change feed, whose newest change is 4")
+		e.clock.Add(time.Hour)
+		if _, err := e.store.PruneFinished(context.Background(), scheduler.PruneParams{Before: e.clock.Now(), Limit: 100}); err != nil {
+			t.Fatal(err)
+		}
+		e.pacer("", "follow", "--after", "1", "--wait", "0s").fails(t, exitError, "the changes after 1 were pruned by retention")
 	})
 }
