@@ -503,11 +503,18 @@ func TestCLIFollow(t *testing.T) {
 		// A cursor ahead of the database (restored from an older backup),
 		// then one behind what retention kept: follow stops with a clear
 		// line instead of silently skipping.
-		e.pacer("", "follow", "--after", "99", "--wait", "0s").fails(t, exitNotFoundOrConflict, "after=99 is ahead of the change feed, whose newest change is 4")
+		// Bounded, so a follow that skips silently fails the test (it would
+		// end as if interrupted) instead of hanging it.
+		follow := func(after string) cliResult {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			return runPacer(ctx, nil, "", withServer(e, []string{"follow", "--after", after, "--wait", "0s"})...)
+		}
+		follow("99").fails(t, exitNotFoundOrConflict, "after=99 is ahead of the change feed, whose newest change is 4")
 		e.clock.Add(time.Hour)
 		if _, err := e.store.PruneFinished(context.Background(), scheduler.PruneParams{Before: e.clock.Now(), Limit: 100}); err != nil {
 			t.Fatal(err)
 		}
-		e.pacer("", "follow", "--after", "1", "--wait", "0s").fails(t, exitError, "the changes after 1 were pruned by retention")
+		follow("1").fails(t, exitError, "the changes after 1 were pruned by retention")
 	})
 }
