@@ -19,7 +19,7 @@ var (
 	ErrUnknownScope = errors.New("unknown scope")
 	// ErrIdentityInUse: another operation of the scope sends the same
 	// request identity as its idempotency key, and the provider still
-	// remembers it (NewOperation.IdentityWindow).
+	// remembers it (see Store.Enqueue).
 	ErrIdentityInUse = errors.New("request identity in use")
 )
 

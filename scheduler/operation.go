@@ -44,13 +44,6 @@ type NewOperation struct {
 	// ContentHash fingerprints everything the client sent, so a repeated
 	// enqueue can be told apart from a conflicting one.
 	ContentHash string
-	// IdentityWindow is how long the scope's provider remembers an
-	// idempotency key sent with this request (zero when none is sent).
-	// When positive the store refuses the operation with ErrIdentityInUse
-	// if another operation of the scope has the same RequestIdentity and is
-	// unfinished or was last updated less than IdentityWindow ago: the
-	// provider would answer it with the other one's stored result.
-	IdentityWindow time.Duration
 }
 
 // OutcomeSummary is what an operation shows of its latest attempt.

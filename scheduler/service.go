@@ -289,9 +289,6 @@ func (s *Service) Enqueue(ctx context.Context, ins []OperationInput, prefix func
 	if err := all.err(); err != nil {
 		return nil, err
 	}
-	if err := s.identityWindows(ctx, ops); err != nil {
-		return nil, fmt.Errorf("enqueue: %w", err)
-	}
 	res, err := s.store.Enqueue(ctx, ops, now)
 	if err != nil {
 		return nil, fmt.Errorf("enqueue: %w", err)
@@ -300,34 +297,18 @@ func (s *Service) Enqueue(ctx context.Context, ins []OperationInput, prefix func
 	return res, nil
 }
 
-// identityWindows sets each operation's IdentityWindow from its scope's
-// profile: the provider's key retention when the request carries the
-// request identity as an idempotency key, else zero (the identity is not
-// sent, so operations may share it). An unknown scope is left for the
-// store to report.
-func (s *Service) identityWindows(ctx context.Context, ops []NewOperation) error {
-	idems := map[string]*providers.Idempotency{}
-	for i := range ops {
-		idem, ok := idems[ops[i].Scope]
-		if !ok {
-			sc, err := s.store.GetScope(ctx, ops[i].Scope)
-			switch {
-			case errors.Is(err, ErrNotFound):
-			case err != nil:
-				return err
-			default:
-				if p, err := providers.Lookup(sc.Provider, providers.Options{IdempotencyHeader: sc.IdempotencyHeader, Spec: sc.Profile}); err == nil {
-					v := p.Idempotency()
-					idem = &v
-				}
-			}
-			idems[ops[i].Scope] = idem
-		}
-		if idem != nil && idem.Applies(ops[i].Request.Method) { // as the sender decides to send it
-			ops[i].IdentityWindow = idem.Retention
-		}
+// ScopeIdempotency is the idempotency of a scope's provider (its profile
+// for provider, idempotency header and declarative profile): the sender
+// sends an operation's request identity as the key exactly when it
+// Applies to the method, and the provider remembers it for Retention. A
+// scope pacer cannot read (an unknown provider, from a newer binary) has
+// none, as the engine then classifies it with the generic profile.
+func ScopeIdempotency(provider, idempotencyHeader string, spec *providers.Spec) providers.Idempotency {
+	p, err := providers.Lookup(provider, providers.Options{IdempotencyHeader: idempotencyHeader, Spec: spec})
+	if err != nil {
+		return providers.Idempotency{}
 	}
-	return nil
+	return p.Idempotency()
 }
 
 // transportHeaders are the hop-by-hop, host and framing headers that the

@@ -30,8 +30,13 @@ type Store interface {
 	// Enqueue stores ops in one transaction, each with its own result:
 	// created; existing (same ID and ContentHash: nothing written); or
 	// rejected with ErrConflict (same ID, other content), ErrUnknownScope
-	// or ErrIdentityInUse (see NewOperation.IdentityWindow; wrapped, naming
-	// the other operation). A rejected item writes nothing; the others still commit. now is the
+	// or ErrIdentityInUse (wrapped, naming the other operation): when the
+	// scope's provider is sent the request identity as an idempotency key
+	// (ScopeIdempotency applies to the method), another operation of the
+	// scope with the same RequestIdentity that is unfinished or was last
+	// updated less than the key's retention before now holds it, since the
+	// provider would answer with that one's stored result. A rejected item
+	// writes nothing; the others still commit. now is the
 	// creation time; each operation's deadline is NotBefore+Retry.MaxElapsed.
 	Enqueue(ctx context.Context, ops []NewOperation, now time.Time) ([]EnqueueResult, error)
 	// GetOperation returns the operation or ErrNotFound.
