@@ -40,6 +40,8 @@ type cliEnv struct {
 	url      string
 	provider string
 	engine   *scheduler.Engine
+	store    *db.DB
+	clock    *clock.Mock
 }
 
 func newCLIEnv(t *testing.T) *cliEnv {
@@ -75,7 +77,7 @@ func newCLIEnv(t *testing.T) *cliEnv {
 		}
 	}))
 	t.Cleanup(prov.Close)
-	return &cliEnv{t: t, url: ts.URL, provider: prov.URL, engine: engine}
+	return &cliEnv{t: t, url: ts.URL, provider: prov.URL, engine: engine, store: store, clock: mock}
 }
 
 // runEngine claims what is due and waits for the attempts to finish.
@@ -344,6 +346,15 @@ func TestCLIEnqueueAndOps(t *testing.T) {
 		if out := e.pacer("", "ops", "resolve", "uncertain-1", "--outcome", "succeeded", "--reason", "found it").ok(t); !strings.Contains(out, "succeeded") {
 			t.Fatalf("resolve: %s", out)
 		}
+		// Beyond the policy's horizon (design §11 "Times are bounded"):
+		// refused, nothing changed, and every listing still reads.
+		e.pacer("", "ops", "release", "reject-1", "--reason", "much later", "--at", "9999-12-31T23:59:59Z").
+			fails(t, exitUsage, "at must not be later than 2027-09-11T02:00:00Z")
+		e.pacer(`{"operationId":"far-1","providerScope":"acct","request":{"method":"GET","path":"/ok"},"notBefore":"9999-12-31T23:59:59Z"}`, "enqueue").
+			fails(t, exitUsage, "notBefore must not be later than 2027-09-11T02:00:00Z")
+		if out := e.pacer("", "ops", "list", "--state", "failed").ok(t); !strings.Contains(out, "reject-1") {
+			t.Fatalf("list after refused release: %s", out)
+		}
 		if out := e.pacer("", "ops", "release", "reject-1", "--reason", "payload fixed", "--at", "2026-09-11T05:00:00Z").ok(t); !strings.Contains(out, "scheduled") || !strings.Contains(out, "2026-09-11T05:00:00Z") {
 			t.Fatalf("release --at: %s", out)
 		}
@@ -487,5 +498,23 @@ func TestCLIFollow(t *testing.T) {
 		e.pacer("", "follow", "--wait", "2m").fails(t, exitUsage, "--wait")
 		e.pacer("", "follow", "--after", "-1").fails(t, exitUsage, "--after")
 		e.pacer("", "follow", "--scope", "no spaces").fails(t, exitUsage, "providerScope")
+	})
+	t.Run("ErrGap", func(t *testing.T) {
+		// A cursor ahead of the database (restored from an older backup),
+		// then one behind what retention kept: follow stops with a clear
+		// line instead of silently skipping.
+		// Bounded, so a follow that skips silently fails the test (it would
+		// end as if interrupted) instead of hanging it.
+		follow := func(after string) cliResult {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			return runPacer(ctx, nil, "", withServer(e, []string{"follow", "--after", after, "--wait", "0s"})...)
+		}
+		follow("99").fails(t, exitNotFoundOrConflict, "after=99 is ahead of the change feed, whose newest change is 4")
+		e.clock.Add(time.Hour)
+		if _, err := e.store.PruneFinished(context.Background(), scheduler.PruneParams{Before: e.clock.Now(), Limit: 100}); err != nil {
+			t.Fatal(err)
+		}
+		follow("1").fails(t, exitError, "the changes after 1 were pruned by retention")
 	})
 }

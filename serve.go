@@ -141,6 +141,7 @@ func runServe(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit(fmt.Sprintf("listen on %s: %v", listen, err), 1)
 	}
+	ln = httpapi.ProblemListener(ln) // net/http's own 400s are problems too
 	stopDemo, closeDemo := func() {}, func() {}
 	if c.Bool("demo") {
 		if stopDemo, closeDemo, err = startDemo(ctx, service, clk, logger, "http://"+ln.Addr().String()); err != nil {

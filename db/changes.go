@@ -2,6 +2,8 @@ package db
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 
 	"pacer/scheduler"
@@ -9,7 +11,9 @@ import (
 
 // ListChanges returns up to f.Limit changes with seq > f.After (of
 // f.Scope only, when set), in seq order; a Limit outside
-// 1..scheduler.MaxChangeLimit is clamped.
+// 1..scheduler.MaxChangeLimit is clamped. A cursor that cannot continue
+// (pruned changes, or ahead of the feed) is a *scheduler.FeedGapError,
+// judged in the same read transaction as the page.
 //
 // The triggers on operations fill the changes table inside the writing
 // transaction, and every write goes through the single writer connection,
@@ -25,7 +29,15 @@ func (db *DB) ListChanges(ctx context.Context, f scheduler.ChangeFilter) ([]sche
 		query = `SELECT seq, operation_id, scope, state, at FROM changes WHERE scope = ? AND seq > ? ORDER BY seq LIMIT ?`
 		args = []any{f.Scope, f.After, limit}
 	}
-	rows, err := db.read.QueryContext(ctx, query, args...)
+	tx, err := db.beginRead(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list changes: %w", err)
+	}
+	defer tx.Rollback()
+	if err := checkFeedCursor(ctx, tx, f.After); err != nil {
+		return nil, fmt.Errorf("list changes: %w", err)
+	}
+	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list changes: %w", err)
 	}
@@ -46,4 +58,20 @@ func (db *DB) ListChanges(ctx context.Context, f scheduler.ChangeFilter) ([]sche
 		return nil, fmt.Errorf("list changes: %w", err)
 	}
 	return out, nil
+}
+
+// checkFeedCursor applies scheduler.CheckFeedCursor to the feed as tx
+// sees it: the oldest change held, and the newest seq ever assigned
+// (AUTOINCREMENT keeps it in sqlite_sequence, also after the rows are
+// pruned).
+func checkFeedCursor(ctx context.Context, tx *sql.Tx, after int64) error {
+	var oldest, last int64
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(min(seq), 0) FROM changes`).Scan(&oldest); err != nil {
+		return err
+	}
+	err := tx.QueryRowContext(ctx, `SELECT seq FROM sqlite_sequence WHERE name = 'changes'`).Scan(&last)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	return scheduler.CheckFeedCursor(after, oldest, last)
 }

@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -51,7 +52,7 @@ func TestListChanges(t *testing.T) {
 		{"Scope", scheduler.ChangeFilter{Scope: "b", Limit: 10}, "2:b-1:b:scheduled 5:b-1:b:canceled"},
 		{"ScopeAfter", scheduler.ChangeFilter{Scope: "a", After: 3, Limit: 10}, "4:a-1:a:succeeded"},
 		{"UnknownScope", scheduler.ChangeFilter{Scope: "none", Limit: 10}, ""},
-		{"AfterTheEnd", scheduler.ChangeFilter{After: 99, Limit: 10}, ""},
+		{"AtTheEnd", scheduler.ChangeFilter{After: 5, Limit: 10}, ""},
 		{"LimitClamped", scheduler.ChangeFilter{Limit: 0}, "1:a-1:a:scheduled"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -85,6 +86,43 @@ func TestListChanges(t *testing.T) {
 		enqueue(t, d, t0.Add(5*time.Second), newOp("a-2", "a", t0))
 		if got, want := feed(t, d, scheduler.ChangeFilter{After: 3, Limit: 10}), "6:a-2:a:scheduled"; got != want {
 			t.Fatalf("got %s, want %s", got, want)
+		}
+	})
+
+	// (SeqNeverReused's store closed with its subtest.)
+	d = openTestDB(t, path)
+	// gap lists after `after` and wants the *FeedGapError wrapping want,
+	// resuming at resume.
+	gap := func(t *testing.T, after int64, want error, resume int64) {
+		t.Helper()
+		_, err := d.ListChanges(ctx, scheduler.ChangeFilter{After: after, Limit: 10})
+		var ge *scheduler.FeedGapError
+		if !errors.As(err, &ge) || !errors.Is(err, want) || ge.Resume != resume {
+			t.Fatalf("after %d: got %v, want %v resuming at %d", after, err, want, resume)
+		}
+	}
+	t.Run("ErrAhead", func(t *testing.T) {
+		// A cursor past the newest seq ever assigned: a restored backup.
+		gap(t, 99, scheduler.ErrFeedAhead, 6)
+		gap(t, 7, scheduler.ErrFeedAhead, 6)
+	})
+	t.Run("ErrPruned", func(t *testing.T) {
+		if _, err := rawDB(t, path).Exec(`DELETE FROM changes WHERE seq <= 2`); err != nil {
+			t.Fatal(err)
+		}
+		gap(t, 1, scheduler.ErrFeedPruned, 2)
+		if got, want := feed(t, d, scheduler.ChangeFilter{After: 2, Limit: 10}), "3:a-1:a:running 6:a-2:a:scheduled"; got != want {
+			t.Fatalf("after 2: got %s, want %s", got, want)
+		}
+		if got, want := feed(t, d, scheduler.ChangeFilter{Limit: 1}), "3:a-1:a:running"; got != want {
+			t.Fatalf("after 0 (the oldest held): got %s, want %s", got, want)
+		}
+		if _, err := rawDB(t, path).Exec(`DELETE FROM changes`); err != nil {
+			t.Fatal(err)
+		}
+		gap(t, 3, scheduler.ErrFeedPruned, 6)
+		if got := feed(t, d, scheduler.ChangeFilter{After: 6, Limit: 10}) + feed(t, d, scheduler.ChangeFilter{Limit: 10}); got != "" {
+			t.Fatalf("caught up, nothing held: got %s", got)
 		}
 	})
 }

@@ -18,7 +18,11 @@ var schema string
 // never edit or reorder a step that has shipped; add a new one.
 func migrations() []string {
 	return []string{
-		maybeAppliedAndDeadlines,
+		maybeAppliedAndDeadlines, // version 2
+		// version 3: find the operations of a scope that send one request
+		// identity (an idempotency key a provider remembers). The identity
+		// leads, so the planner keeps the scope's own indexes for listings.
+		`CREATE INDEX operations_identity ON operations (request_identity, scope_id);`,
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"pacer/providers"
 	"pacer/scheduler"
 )
 
@@ -127,6 +128,35 @@ func (db *DB) Enqueue(ctx context.Context, ops []scheduler.NewOperation, now tim
 	return results, nil
 }
 
+// identityHolder returns the ID of another operation of the scope that
+// holds op's request identity within retention (unfinished, or updated
+// less than retention before now), or "" when there is none or op's own
+// ID exists already (a repeated enqueue is judged by content).
+func identityHolder(ctx context.Context, tx *sql.Tx, scopeID int64, op scheduler.NewOperation, retention time.Duration, now time.Time) (string, error) {
+	var other string
+	err := tx.QueryRowContext(ctx, `
+		SELECT operation_id FROM operations
+		WHERE scope_id = ? AND request_identity = ? AND operation_id <> ?
+		  AND (updated_at > ? OR state NOT IN ('succeeded', 'failed', 'canceled'))
+		LIMIT 1`,
+		scopeID, op.RequestIdentity, op.ID, millis(now.Add(-retention))).Scan(&other)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("find request identity: %w", err)
+	}
+	var exists int
+	err = tx.QueryRowContext(ctx, `SELECT 1 FROM operations WHERE operation_id = ?`, op.ID).Scan(&exists)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return other, nil
+	case err != nil:
+		return "", fmt.Errorf("find operation: %w", err)
+	}
+	return "", nil
+}
+
 // enqueueOne stores one operation; a rejection is its result's Err, not the
 // returned error. A new operation costs one INSERT and one look-up by row
 // ID: the stored operation is built from what was written, with the state
@@ -134,9 +164,22 @@ func (db *DB) Enqueue(ctx context.Context, ops []scheduler.NewOperation, now tim
 func enqueueOne(ctx context.Context, tx *sql.Tx, op scheduler.NewOperation, now time.Time, scopes map[string]scopeRef) (scheduler.EnqueueResult, error) {
 	scope, ok := scopes[op.Scope]
 	if !ok {
-		err := tx.QueryRowContext(ctx, `SELECT id, provider FROM scopes WHERE name = ?`, op.Scope).Scan(&scope.id, &scope.provider)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		var (
+			idemHeader string
+			spec       sql.NullString
+		)
+		err := tx.QueryRowContext(ctx, `SELECT id, provider, idempotency_header, profile_spec FROM scopes WHERE name = ?`, op.Scope).
+			Scan(&scope.id, &scope.provider, &idemHeader, &spec)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
 			return scheduler.EnqueueResult{}, err
+		default:
+			profile, err := decodeProfileSpec(spec)
+			if err != nil {
+				return scheduler.EnqueueResult{}, err
+			}
+			scope.idem = scheduler.ScopeIdempotency(scope.provider, idemHeader, profile)
 		}
 		scopes[op.Scope] = scope
 	}
@@ -161,6 +204,15 @@ func enqueueOne(ctx context.Context, tx *sql.Tx, op scheduler.NewOperation, now 
 		notBefore = now
 	}
 	deadline := notBefore.Add(op.Retry.MaxElapsed)
+	if scope.idem.Applies(op.Request.Method) {
+		other, err := identityHolder(ctx, tx, scope.id, op, scope.idem.Retention, now)
+		if err != nil {
+			return scheduler.EnqueueResult{}, err
+		}
+		if other != "" {
+			return scheduler.EnqueueResult{Err: fmt.Errorf("%w: operation %s of scope %s sends request identity %q as its idempotency key", scheduler.ErrIdentityInUse, other, op.Scope, op.RequestIdentity)}, nil
+		}
+	}
 	var rowID int64
 	err := tx.QueryRowContext(ctx, `
 		INSERT INTO operations (operation_id, scope_id, kind, method, path, headers, body, content_type,
@@ -221,6 +273,7 @@ func enqueueOne(ctx context.Context, tx *sql.Tx, op scheduler.NewOperation, now 
 type scopeRef struct {
 	id       int64
 	provider string
+	idem     providers.Idempotency // whether and how long its provider keeps request identities
 }
 
 // GetOperation returns the operation or ErrNotFound.

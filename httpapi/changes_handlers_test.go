@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"pacer/httpapi"
+	"pacer/scheduler"
 )
 
 // putTestScope creates scope name on the bundle's server.
@@ -59,7 +60,7 @@ func TestChangesHandler(t *testing.T) {
 		{"Limit", "?after=0&limit=1", "1:a-1:a:scheduled|1"},
 		{"Scope", "?providerScope=a", "1:a-1:a:scheduled 3:a-1:a:canceled|3"},
 		{"AfterTheEndAtOnce", "?after=3", "|3"},
-		{"AfterTheEndNoWait", "?after=10&wait=0s", "|10"},
+		{"AtTheEndNoWait", "?after=3&wait=0s", "|3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := decodeAs[httpapi.ChangeList](t, b.do(http.MethodGet, "/v1/changes"+tc.query, ""), http.StatusOK)
@@ -88,6 +89,16 @@ func TestChangesHandler(t *testing.T) {
 			if !hasField(p, f, "") {
 				t.Errorf("no field error on %s: %+v", f, p.Errors)
 			}
+		}
+	})
+
+	t.Run("ErrAhead", func(t *testing.T) {
+		// A cursor past the newest change ever recorded: the database was
+		// restored from an older backup. Reading on would skip the changes
+		// that reuse those numbers.
+		p := problemOf(t, b.do(http.MethodGet, "/v1/changes?after=10&wait=0s", ""), http.StatusConflict)
+		if p.Type != httpapi.ProblemTypeFeedAhead || !strings.Contains(p.Detail, "after=10 is ahead") || !strings.Contains(p.Detail, "follow from after=3") {
+			t.Fatalf("problem: %+v", p)
 		}
 	})
 
@@ -149,7 +160,7 @@ func TestChangesLongPollHTTP(t *testing.T) {
 	t.Run("WaitsThenAnswersEmpty", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, setupOpts{})
-		done := longPoll(b, context.Background(), "?after=5&wait=30")
+		done := longPoll(b, context.Background(), "?wait=30")
 		var res response
 		for i := 0; ; i++ {
 			if i == 100_000 {
@@ -164,7 +175,7 @@ func TestChangesLongPollHTTP(t *testing.T) {
 			break
 		}
 		l := decodeAs[httpapi.ChangeList](t, res, http.StatusOK)
-		if got, want := changesOf(l), "|5"; got != want {
+		if got, want := changesOf(l), "|0"; got != want {
 			t.Fatalf("got %s, want %s", got, want)
 		}
 		if waited := b.clock.Now().Sub(testNow); waited < 30*time.Second {
@@ -175,10 +186,10 @@ func TestChangesLongPollHTTP(t *testing.T) {
 	t.Run("EndsAtShutdown", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, setupOpts{})
-		done := longPoll(b, context.Background(), "?after=9&wait=60s")
+		done := longPoll(b, context.Background(), "?wait=60s")
 		b.svc.Notifier().Close()
 		l := decodeAs[httpapi.ChangeList](t, awaitResponse(t, done), http.StatusOK)
-		if got, want := changesOf(l), "|9"; got != want {
+		if got, want := changesOf(l), "|0"; got != want {
 			t.Fatalf("got %s, want %s", got, want)
 		}
 	})
@@ -194,4 +205,36 @@ func TestChangesLongPollHTTP(t *testing.T) {
 			t.Fatalf("got %d %s, want the client's cancellation", res.Status, res.Body)
 		}
 	})
+}
+
+func TestChangesHandler_Pruned(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	putTestScope(t, b, "a")
+	enqueueTest(t, b, "a-1", "a")
+	enqueueTest(t, b, "a-2", "a")
+	for _, id := range []string{"a-1", "a-2"} {
+		if res := b.do(http.MethodPost, "/v1/operations/"+id+"/cancel", `{"reason":"test"}`); res.Status != http.StatusOK {
+			t.Fatalf("cancel: %d %s", res.Status, res.Body)
+		}
+	}
+	b.clock.Add(time.Minute)
+	enqueueTest(t, b, "a-3", "a") // 5: recorded after the cut-off
+	// Retention removes the changes 1-4, recorded before the cut-off.
+	if _, err := b.store.PruneFinished(context.Background(), scheduler.PruneParams{Before: testNow.Add(time.Second), Limit: 100}); err != nil {
+		t.Fatal(err)
+	}
+	for _, after := range []string{"1", "3"} {
+		p := problemOf(t, b.do(http.MethodGet, "/v1/changes?wait=0s&after="+after, ""), http.StatusGone)
+		if p.Type != httpapi.ProblemTypeFeedPruned || !strings.Contains(p.Detail, "changes after "+after+" were pruned") || !strings.Contains(p.Detail, "follow from after=4") {
+			t.Fatalf("after=%s: problem %+v", after, p)
+		}
+	}
+	// A reader that had seen 4, and a new reader, go on.
+	for _, q := range []string{"?after=4", ""} {
+		l := decodeAs[httpapi.ChangeList](t, b.do(http.MethodGet, "/v1/changes"+q, ""), http.StatusOK)
+		if got, want := changesOf(l), "5:a-3:a:scheduled|5"; got != want {
+			t.Fatalf("%s: got %s, want %s", q, got, want)
+		}
+	}
 }

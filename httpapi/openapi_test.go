@@ -268,6 +268,7 @@ func TestOpenAPI(t *testing.T) {
 		post("/v1/operations", enqueue("ok-1", "GET", "/other"), 409),
 		post("/v1/operations", `{"operationId":"x","providerScope":"missing","request":{"method":"GET","path":"/"}}`, 422),
 		post("/v1/operations", `{"operationId":"x","providerScope":"acct","request":{"method":"GET","path":"/"},"extra":1}`, 400),
+		post("/v1/operations", `{"operationId":"x","providerScope":"acct","request":{"method":"GET","path":"/"},"notBefore":"9999-12-31T23:59:59Z"}`, 422),
 		post("/v1/operations/batch", `{"operations":[`+enqueue("limited-1", "GET", "/limited")+`,`+enqueue("reject-1", "POST", "/reject")+`,`+
 			enqueue("uncertain-1", "POST", "/uncertain")+`,`+enqueue("later-1", "POST", "/ok")+`,`+enqueue("ok-1", "GET", "/other")+`,`+
 			`{"operationId":"y","providerScope":"missing","request":{"method":"GET","path":"/"}}]}`, 200),
@@ -301,6 +302,7 @@ func TestOpenAPI(t *testing.T) {
 		post("/v1/operations/ok-1/release", `{"reason":"again"}`, 409),
 		post("/v1/operations/missing/release", `{"reason":"again"}`, 404),
 		post("/v1/operations/ok-1/release", `{}`, 422),
+		post("/v1/operations/ok-1/release", `{"reason":"much later","at":"9999-12-31T23:59:59Z"}`, 422),
 		post("/v1/operations/uncertain-1/resolve", `{"outcome":"succeeded","reason":"found it"}`, 200),
 		post("/v1/operations/uncertain-1/resolve", `{"outcome":"succeeded","reason":"again"}`, 409),
 		post("/v1/operations/uncertain-1/resolve", `{"outcome":"maybe","reason":"x"}`, 422),
@@ -313,7 +315,8 @@ func TestOpenAPI(t *testing.T) {
 	run("Changes",
 		get("/v1/changes", 200),
 		get("/v1/changes?after=3&limit=2&providerScope=acct", 200),
-		get("/v1/changes?after=1000&wait=0s", 200),
+		get("/v1/changes?after=3&wait=0s", 200),
+		get("/v1/changes?after=1000&wait=0s", 409),
 		get("/v1/changes?after=-1&wait=soon", 422),
 	)
 

@@ -1,12 +1,15 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"pacer/scheduler"
@@ -52,8 +55,8 @@ func (s *Server) handleEnqueue(w http.ResponseWriter, r *http.Request) {
 // per operation, all enqueued in one transaction. An invalid field in any
 // operation rejects the whole batch with 422 and stores nothing.
 func (s *Server) handleEnqueueBatch(w http.ResponseWriter, r *http.Request) {
-	var body BatchRequest
-	if err := decodeJSON(w, r, s.maxBatch, &body, false); err != nil {
+	body, err := s.decodeBatch(w, r)
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -89,14 +92,55 @@ func (s *Server) handleEnqueueBatch(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, r, http.StatusOK, out)
 }
 
+// decodeBatch reads a batch enqueue body (at most maxBatch bytes), each
+// operation under the bound of a single enqueue (maxBody): a larger one is
+// a 413 naming it, as POST /v1/operations would answer for it alone.
+func (s *Server) decodeBatch(w http.ResponseWriter, r *http.Request) (BatchRequest, error) {
+	var raw struct {
+		Operations []json.RawMessage `json:"operations"`
+	}
+	if err := decodeJSON(w, r, s.maxBatch, &raw, false); err != nil {
+		return BatchRequest{}, err
+	}
+	var tooLarge []FieldError
+	for i, item := range raw.Operations {
+		if int64(len(item)) > s.maxBody {
+			tooLarge = append(tooLarge, FieldError{
+				Field:   fmt.Sprintf("operations[%d]", i),
+				Message: fmt.Sprintf("is %d bytes: one operation may be at most %d bytes, in a batch as in POST /v1/operations", len(item), s.maxBody),
+			})
+		}
+	}
+	if len(tooLarge) > 0 {
+		p := newProblem(http.StatusRequestEntityTooLarge, validationProblem(tooLarge).Detail)
+		p.Errors = tooLarge
+		return BatchRequest{}, p
+	}
+	body := BatchRequest{Operations: make([]EnqueueRequest, len(raw.Operations))}
+	for i, item := range raw.Operations {
+		dec := json.NewDecoder(bytes.NewReader(item))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&body.Operations[i]); err != nil {
+			p := decodeProblem(err, s.maxBody)
+			p.Detail = fmt.Sprintf("operations[%d]: %s", i, p.Detail)
+			return BatchRequest{}, p
+		}
+	}
+	return body, nil
+}
+
 // enqueueResult converts the fate of one enqueued operation to the status
 // and body a single enqueue answers with.
 func (s *Server) enqueueResult(r *http.Request, id string, res scheduler.EnqueueResult) BatchResult {
 	out := BatchResult{OperationID: id}
 	if res.Err != nil {
 		err := res.Err
-		if errors.Is(err, scheduler.ErrConflict) {
+		switch {
+		case errors.Is(err, scheduler.ErrConflict):
 			err = withDetail(err, "operation %q exists with other content: resubmit the same content, or choose a new operationId", id)
+		case errors.Is(err, scheduler.ErrIdentityInUse):
+			_, what, _ := strings.Cut(err.Error(), scheduler.ErrIdentityInUse.Error()+": ")
+			err = withDetail(err, "operation %q is refused: %s, and the provider still remembers that key, so it would answer %q with the other operation's stored result; give it another requestIdentity", id, what, id)
 		}
 		p, internal := problemFor(err)
 		if internal {

@@ -295,11 +295,29 @@ func TestEnqueue_MaxBodyBytes(t *testing.T) {
 	putScope(t, b, "account-a")
 	body := strings.Replace(operationBody("op-1", "account-a"), `"Bug"`, `"`+strings.Repeat("x", 1500)+`"`, 1)
 	problemOf(t, b.do(http.MethodPost, "/v1/operations", body), http.StatusRequestEntityTooLarge)
-	// A batch has its own, larger limit.
-	res := b.do(http.MethodPost, "/v1/operations/batch", `{"operations":[`+body+`]}`)
+	// One operation of a batch has the same bound, and the problem names
+	// it; nothing of the batch is stored.
+	small := strings.Join(strings.Fields(operationBody("op-2", "account-a")), " ")
+	p := problemOf(t, b.do(http.MethodPost, "/v1/operations/batch", `{"operations":[`+small+`,`+body+`]}`), http.StatusRequestEntityTooLarge)
+	if len(p.Errors) != 1 || p.Errors[0].Field != "operations[1]" || !strings.Contains(p.Detail, "operations[1]") || !strings.Contains(p.Detail, "at most 1024 bytes") {
+		t.Fatalf("problem: got %+v, want operations[1] named with the bound", p)
+	}
+	assertNoOperations(t, b)
+	// The batch as a whole has its own, larger limit.
+	items := make([]string, 4)
+	for i := range items {
+		items[i] = strings.Join(strings.Fields(operationBody(fmt.Sprintf("op-%d", i), "account-a")), " ")
+	}
+	whole := `{"operations":[` + strings.Join(items, ",") + `]}`
+	if len(whole) <= 1024 {
+		t.Fatalf("batch of %d bytes: the test wants one over one operation's bound", len(whole))
+	}
+	res := b.do(http.MethodPost, "/v1/operations/batch", whole)
 	batch := decodeAs[httpapi.BatchResponse](t, res, http.StatusOK)
-	if got, want := batch.Results[0].Status, http.StatusCreated; got != want {
-		t.Fatalf("status: got %d, want %d", got, want)
+	for i, r := range batch.Results {
+		if got, want := r.Status, http.StatusCreated; got != want {
+			t.Fatalf("status of %d: got %d, want %d", i, got, want)
+		}
 	}
 }
 

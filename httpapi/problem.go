@@ -25,6 +25,17 @@ const (
 	// ProblemTypeInvalidTransition: the operation's state does not allow the
 	// action (409).
 	ProblemTypeInvalidTransition = "urn:pacer:problem:invalid-transition"
+	// ProblemTypeIdentityInUse: another operation of the scope sends the
+	// same requestIdentity as an idempotency key the provider still
+	// remembers (409).
+	ProblemTypeIdentityInUse = "urn:pacer:problem:identity-in-use"
+	// ProblemTypeFeedPruned: changes after the change feed cursor were
+	// removed by retention; re-read the state and follow anew (410).
+	ProblemTypeFeedPruned = "urn:pacer:problem:feed-pruned"
+	// ProblemTypeFeedAhead: the change feed cursor lies beyond the newest
+	// change of the database (restored from a backup); re-read the state
+	// and follow anew (409).
+	ProblemTypeFeedAhead = "urn:pacer:problem:feed-ahead"
 )
 
 // maxDetailFields bounds how many field errors a validation detail names.
@@ -115,12 +126,17 @@ func problemFor(err error) (p Problem, internal bool) {
 	var (
 		ve *scheduler.ValidationError
 		de *detailError
+		fe *scheduler.FeedGapError
 	)
 	switch {
 	case errors.As(err, &p):
 		return p, false
 	case errors.As(err, &ve):
 		p = validationProblem(fromSchedulerFields(ve.Fields))
+	case errors.As(err, &fe) && errors.Is(fe, scheduler.ErrFeedAhead):
+		p = Problem{Type: ProblemTypeFeedAhead, Title: "Cursor ahead of the feed", Status: http.StatusConflict, Detail: fe.Error()}
+	case errors.As(err, &fe):
+		p = Problem{Type: ProblemTypeFeedPruned, Title: "Changes pruned", Status: http.StatusGone, Detail: fe.Error()}
 	case errors.Is(err, scheduler.ErrUnknownScope):
 		p = Problem{
 			Type: ProblemTypeUnknownScope, Title: "Unknown scope", Status: http.StatusUnprocessableEntity,
@@ -133,6 +149,12 @@ func problemFor(err error) (p Problem, internal bool) {
 		p = Problem{
 			Type: ProblemTypeConflict, Title: "Conflict", Status: http.StatusConflict,
 			Detail: "an operation with this operationId exists with other content",
+		}
+	case errors.Is(err, scheduler.ErrIdentityInUse):
+		p = Problem{
+			Type: ProblemTypeIdentityInUse, Title: "Request identity in use", Status: http.StatusConflict,
+			Detail: "another operation of this scope sends this requestIdentity as its idempotency key",
+			Errors: []FieldError{{Field: "requestIdentity", Message: "is sent by another operation of the scope as its idempotency key; choose another"}},
 		}
 	case errors.Is(err, scheduler.ErrInvalidTransition):
 		p = Problem{

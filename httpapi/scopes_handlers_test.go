@@ -3,9 +3,11 @@ package httpapi_test
 import (
 	"bytes"
 	"net/http"
+	"strings"
 	"testing"
 
 	"pacer/httpapi"
+	"pacer/scheduler"
 )
 
 // scopeBody is a valid scope with bearer credentials.
@@ -105,6 +107,17 @@ func TestPutScope(t *testing.T) {
 			{"per", `{"provider":"github","baseURL":"https://x.example","rateLimit":{"requests":5,"per":"hourly"}}`, "rateLimit.per"},
 			{"token", `{"provider":"github","baseURL":"https://x.example","credentials":{"type":"bearer"}}`, "credentials.token"},
 			{"type", `{"provider":"github","baseURL":"https://x.example","credentials":{"type":"magic","token":"` + secretBearer + `"}}`, "credentials.type"},
+			// The transport writes these itself: the credential would never
+			// be sent.
+			{"headerHost", `{"provider":"generic","baseURL":"https://x.example","credentials":{"type":"header","name":"Host","value":"` + secretHeader + `"}}`, "credentials.name"},
+			{"headerContentLength", `{"provider":"generic","baseURL":"https://x.example","credentials":{"type":"header","name":"content-length","value":"` + secretHeader + `"}}`, "credentials.name"},
+			{"headerTransferEncoding", `{"provider":"generic","baseURL":"https://x.example","credentials":{"type":"header","name":"Transfer-Encoding","value":"` + secretHeader + `"}}`, "credentials.name"},
+			{"headerConnection", `{"provider":"generic","baseURL":"https://x.example","credentials":{"type":"header","name":"Connection","value":"` + secretHeader + `"}}`, "credentials.name"},
+			{"basePort", `{"provider":"github","baseURL":"https://x.example:99999"}`, "baseURL"},
+			{"basePortZero", `{"provider":"github","baseURL":"https://x.example:0/v1"}`, "baseURL"},
+			{"baseEmptyPort", `{"provider":"github","baseURL":"https://x.example:"}`, "baseURL"},
+			{"baseLong", `{"provider":"github","baseURL":"https://x.example/` + strings.Repeat("a", 100_000) + `"}`, "baseURL"},
+			{"baseJustLong", `{"provider":"github","baseURL":"https://x.example/` + strings.Repeat("a", scheduler.MaxBaseURLLength-len("https://x.example/")+1) + `"}`, "baseURL"},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
 				p := problemOf(t, b.do(http.MethodPut, "/v1/scopes/account-a", tt.body), http.StatusUnprocessableEntity)
@@ -127,6 +140,14 @@ func TestPutScope(t *testing.T) {
 		if got, want := len(list.Scopes), 0; got != want {
 			t.Fatalf("scopes stored: got %d, want %d", got, want)
 		}
+	})
+
+	t.Run("OKAtTheBounds", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, setupOpts{})
+		base := "https://x.example:65535/" + strings.Repeat("a", scheduler.MaxBaseURLLength-len("https://x.example:65535/"))
+		decodeAs[httpapi.Scope](t, b.do(http.MethodPut, "/v1/scopes/account-a",
+			`{"provider":"generic","baseURL":"`+base+`","credentials":{"type":"header","name":"X-Api-Key","value":"`+secretHeader+`"}}`), http.StatusCreated)
 	})
 
 	t.Run("ErrMalformed", func(t *testing.T) {

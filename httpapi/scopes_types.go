@@ -166,12 +166,15 @@ func newScope(sc scheduler.Scope, now time.Time) Scope {
 	return out
 }
 
-// optTime returns t in UTC, or nil when t is zero (shown as null).
+// optTime returns t in UTC, or nil when t is zero (shown as null). A
+// stored time outside the bounds every accepted time keeps (design §11) is
+// shown at the nearest bound: JSON has no year 10000, and one such value
+// must not make a listing fail.
 func optTime(t time.Time) *time.Time {
 	if t.IsZero() {
 		return nil
 	}
-	u := t.UTC()
+	u := scheduler.ClampTime(t.UTC())
 	return &u
 }
 

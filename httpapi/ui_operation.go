@@ -38,8 +38,9 @@ type operationView struct {
 	// What the operation's state allows.
 	CanRelease, CanCancel, CanResolve bool
 	Release, Resolve, Cancel          uiForm
-	// MinAt is the earliest time the release form offers (now, UTC).
-	MinAt string
+	// MinAt and MaxAt bound the times the release form offers (now and
+	// the policy's horizon, UTC).
+	MinAt, MaxAt string
 }
 
 // attemptView is one attempt of the timeline.
@@ -102,6 +103,7 @@ func (s *Server) uiOperationView(w http.ResponseWriter, r *http.Request, id stri
 		Release:    uiForm{When: "now"}, Resolve: uiForm{Outcome: ""},
 	}
 	v.MinAt = v.Now.Format("2006-01-02T15:04")
+	v.MaxAt = s.svc.Latest().Format("2006-01-02T15:04")
 	// Credentials live on the scope and never reach the page; the scope is
 	// only read for its status.
 	v.Scope.Credentials = scheduler.Credentials{Type: sc.Credentials.Type}
@@ -255,7 +257,11 @@ func uiActionProblem(err error) (status int, msg string, ok bool) {
 		parts := make([]string, len(ve.Fields))
 		for i, f := range ve.Fields {
 			// Fields as the forms name them: "token", not "credentials.token".
-			parts[i] = capitalize(strings.TrimPrefix(f.Field, "credentials.")) + " " + f.Message + "."
+			field := strings.TrimPrefix(f.Field, "credentials.")
+			if field == "at" {
+				field = "the release time"
+			}
+			parts[i] = capitalize(field) + " " + f.Message + "."
 		}
 		return http.StatusUnprocessableEntity, strings.Join(parts, " "), true
 	case errors.Is(err, scheduler.ErrInvalidTransition):

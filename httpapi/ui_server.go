@@ -241,7 +241,7 @@ func uiFuncs() template.FuncMap {
 			if t.IsZero() {
 				return uiTime{Zero: true}
 			}
-			t = t.UTC()
+			t = scheduler.ClampTime(t.UTC()) // as the API shows a stored extreme
 			return uiTime{ISO: t.Format(time.RFC3339Nano), UTC: t.Format("2006-01-02 15:04:05") + " UTC", Rel: relative(t, now)}
 		},
 		"opPath":      operationUIPath,

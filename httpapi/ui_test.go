@@ -471,7 +471,7 @@ func TestUI_Actions(t *testing.T) {
 	t.Parallel()
 	b := setupUI(t, uiOpts{Users: []string{"alice"}})
 	b.scope("acct")
-	b.enqueue("acct", "rel-now", "rel-later", "res-applied", "res-not", "cancel-me", "bulk-1", "bulk-2")
+	b.enqueue("acct", "rel-now", "rel-later", "res-applied", "res-not", "cancel-me", "bulk-1", "bulk-2", "far-1")
 	b.holdUnknown()
 	b.signIn("alice")
 	audit := func(id string) scheduler.AuditEntry {
@@ -517,11 +517,35 @@ func TestUI_Actions(t *testing.T) {
 		wantIn(t, p, http.StatusUnprocessableEntity, "has passed")
 		p = b.post("/ui/operations/rel-later/release", url.Values{"reason": {"later"}, "when": {"at"}, "at": {"tomorrow"}})
 		wantIn(t, p, http.StatusUnprocessableEntity, "is not a time")
+		// Beyond the policy's horizon (design §11 "Times are bounded").
+		latest := b.svc.Now().Add(scheduler.DefaultHorizon)
+		for _, far := range []string{"9999-12-31T23:59", latest.Add(time.Minute).Format("2006-01-02T15:04")} {
+			p = b.post("/ui/operations/rel-later/release", url.Values{"reason": {"much later"}, "when": {"at"}, "at": {far}})
+			wantIn(t, p, http.StatusUnprocessableEntity, "Nothing was changed", "The release time must not be later than "+latest.Format(time.RFC3339))
+			if op := b.op("rel-later"); op.State != scheduler.StateHeld {
+				t.Fatalf("state %s after a release beyond the horizon", op.State)
+			}
+		}
+		wantIn(t, b.get("/ui/operations/rel-later"), http.StatusOK, `max="`+latest.Format("2006-01-02T15:04")+`"`)
 		at := b.svc.Now().Add(3 * time.Hour).Truncate(time.Minute)
 		p = b.post("/ui/operations/rel-later/release", url.Values{"reason": {"after the maintenance window"}, "when": {"at"}, "at": {at.Format("2006-01-02T15:04")}})
 		wantIn(t, b.follow(p), http.StatusOK, "Released: it will be sent again at "+at.Format("2006-01-02 15:04:05")+" UTC")
 		if op := b.op("rel-later"); op.State != scheduler.StateScheduled || !op.NextAttemptAt.Equal(at) {
 			t.Fatalf("after release at: %s at %s, want %s", op.State, op.NextAttemptAt, at)
+		}
+	})
+	t.Run("StoredExtremeStillShows", func(t *testing.T) {
+		// A release written before the bounds held: its deadline lies in
+		// year 10000. The pages still show it, at the last time there is.
+		far := time.Date(9999, 12, 31, 23, 0, 0, 0, time.UTC)
+		if _, err := b.store.ReleaseOperation(context.Background(), "far-1", far, scheduler.Action{Actor: "test", At: b.svc.Now(), Reason: "by hand"}); err != nil {
+			t.Fatal(err)
+		}
+		wantIn(t, b.get("/ui/operations/far-1"), http.StatusOK, "9999-12-31 23:00:00 UTC")
+		wantIn(t, b.get("/ui/scopes/acct"), http.StatusOK, "acct")
+		wantIn(t, b.get("/ui/"), http.StatusOK)
+		if _, err := b.store.CancelOperation(context.Background(), "far-1", scheduler.Action{Actor: "test", At: b.svc.Now(), Reason: "undo"}); err != nil {
+			t.Fatal(err)
 		}
 	})
 	t.Run("ResolveApplied", func(t *testing.T) {

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -33,6 +34,63 @@ type Change struct {
 	State State
 	// At is the operation's update time of the change.
 	At time.Time
+}
+
+// Errors of a change feed cursor that cannot continue (FeedGapError wraps
+// one of them).
+var (
+	// ErrFeedPruned: changes after the cursor were removed by retention, so
+	// reading on would silently skip them.
+	ErrFeedPruned = errors.New("changes after the cursor were pruned")
+	// ErrFeedAhead: the cursor lies beyond the newest change the database
+	// ever recorded (it was restored from an older backup, or the cursor
+	// belongs to another database), so reading on would skip the changes
+	// that reuse those numbers.
+	ErrFeedAhead = errors.New("the cursor is ahead of the change feed")
+)
+
+// FeedGapError says why the feed cannot continue after After, and where a
+// reader that has re-read the state (GET /v1/operations) may resume.
+type FeedGapError struct {
+	// Err is ErrFeedPruned or ErrFeedAhead.
+	Err error
+	// After is the reader's cursor.
+	After int64
+	// Resume is the cursor to follow from after re-reading the state.
+	Resume int64
+}
+
+// Error implements error; it says what happened and what to do, for a
+// reader of the feed.
+func (e *FeedGapError) Error() string {
+	if errors.Is(e.Err, ErrFeedAhead) {
+		return fmt.Sprintf("after=%d is ahead of the change feed, whose newest change is %d: the database was restored from an older backup, or the cursor is from another pacer; re-read the operations (GET /v1/operations), then follow from after=%d", e.After, e.Resume, e.Resume)
+	}
+	return fmt.Sprintf("the changes after %d were pruned by retention (the feed holds them from %d on): re-read the operations (GET /v1/operations), then follow from after=%d", e.After, e.Resume+1, e.Resume)
+}
+
+// Unwrap returns Err.
+func (e *FeedGapError) Unwrap() error { return e.Err }
+
+// CheckFeedCursor is the one rule for a change feed cursor: given the
+// oldest change still held (0 when none is) and the newest seq ever
+// recorded (0 when none was), it returns a *FeedGapError when changes
+// after `after` are gone or after lies ahead of the feed, else nil. After
+// 0 means "from the oldest change held" and is always acceptable.
+func CheckFeedCursor(after, oldest, last int64) error {
+	switch {
+	case after > last:
+		return &FeedGapError{Err: ErrFeedAhead, After: after, Resume: last}
+	case after == 0:
+		return nil
+	case oldest == 0 && after < last:
+		// Everything after the cursor is gone.
+		return &FeedGapError{Err: ErrFeedPruned, After: after, Resume: last}
+	case oldest > after+1:
+		// The oldest held lies past the next one the reader needs.
+		return &FeedGapError{Err: ErrFeedPruned, After: after, Resume: oldest - 1}
+	}
+	return nil
 }
 
 // ChangeFilter selects changes for Store.ListChanges.

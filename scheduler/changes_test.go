@@ -192,10 +192,10 @@ func TestChangesLongPoll(t *testing.T) {
 		h := newFeedHarness(t)
 		h.scope("a", "https://api.example.com")
 		h.enqueue("op-1", "a")
-		done := h.poll(ctx, scheduler.ChangeQuery{ChangeFilter: scheduler.ChangeFilter{After: 99}, Wait: 30 * time.Second})
+		done := h.poll(ctx, scheduler.ChangeQuery{ChangeFilter: scheduler.ChangeFilter{After: 1}, Wait: 30 * time.Second})
 		r := h.advanceUntil(t, done)
-		if r.err != nil || len(r.page.Changes) != 0 || r.page.Next != 99 {
-			t.Fatalf("page %+v, err %v: want empty with next 99", r.page, r.err)
+		if r.err != nil || len(r.page.Changes) != 0 || r.page.Next != 1 {
+			t.Fatalf("page %+v, err %v: want empty with next 1", r.page, r.err)
 		}
 		if waited := h.clock.Now().Sub(t0); waited < 30*time.Second {
 			t.Fatalf("returned after %v of clock time, before the 30s wait", waited)
@@ -227,15 +227,17 @@ func TestChangesLongPoll(t *testing.T) {
 
 	t.Run("EndsWhenTheNotifierCloses", func(t *testing.T) {
 		h := newFeedHarness(t)
-		done := h.poll(ctx, scheduler.ChangeQuery{ChangeFilter: scheduler.ChangeFilter{After: 7}, Wait: 30 * time.Second})
+		h.scope("a", "https://api.example.com")
+		h.enqueue("op-1", "a")
+		done := h.poll(ctx, scheduler.ChangeQuery{ChangeFilter: scheduler.ChangeFilter{After: 1}, Wait: 30 * time.Second})
 		h.waitEmptyRead()
 		h.svc.Notifier().Close()
 		r := receive(t, done, "shutdown")
-		if r.err != nil || len(r.page.Changes) != 0 || r.page.Next != 7 {
+		if r.err != nil || len(r.page.Changes) != 0 || r.page.Next != 1 {
 			t.Fatalf("page %+v, err %v", r.page, r.err)
 		}
 		// Later polls do not wait at all.
-		r = receive(t, h.poll(ctx, scheduler.ChangeQuery{Wait: 30 * time.Second}), "after shutdown")
+		r = receive(t, h.poll(ctx, scheduler.ChangeQuery{ChangeFilter: scheduler.ChangeFilter{After: 1}, Wait: 30 * time.Second}), "after shutdown")
 		if r.err != nil || len(r.page.Changes) != 0 {
 			t.Fatalf("page %+v, err %v", r.page, r.err)
 		}
@@ -393,5 +395,39 @@ func TestChangesUnderConcurrentWriters(t *testing.T) {
 		if fmt.Sprint(s) != "[scheduled running succeeded]" {
 			t.Fatalf("%s went %v", id, s)
 		}
+	}
+}
+
+func TestCheckFeedCursor(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		after, oldest, last int64
+		want                error
+		resume              int64
+	}{
+		{"Fresh", 0, 0, 0, nil, 0},
+		{"FromTheStart", 0, 40, 90, nil, 0},
+		{"Next", 39, 40, 90, nil, 0},
+		{"Inside", 60, 40, 90, nil, 0},
+		{"AtTheEnd", 90, 40, 90, nil, 0},
+		{"CaughtUpAllPruned", 90, 0, 90, nil, 0},
+		{"Pruned", 38, 40, 90, scheduler.ErrFeedPruned, 39},
+		{"AllPruned", 50, 0, 90, scheduler.ErrFeedPruned, 90},
+		{"Ahead", 91, 40, 90, scheduler.ErrFeedAhead, 90},
+		{"AheadOfNothing", 5, 0, 0, scheduler.ErrFeedAhead, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := scheduler.CheckFeedCursor(tc.after, tc.oldest, tc.last)
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("got %v, want nil", err)
+				}
+				return
+			}
+			var ge *scheduler.FeedGapError
+			if !errors.As(err, &ge) || !errors.Is(err, tc.want) || ge.Resume != tc.resume || ge.After != tc.after {
+				t.Fatalf("got %v, want %v resuming at %d", err, tc.want, tc.resume)
+			}
+		})
 	}
 }

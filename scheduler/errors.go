@@ -17,6 +17,10 @@ var (
 	ErrInvalidTransition = errors.New("invalid transition")
 	// ErrUnknownScope: an operation names a scope that does not exist.
 	ErrUnknownScope = errors.New("unknown scope")
+	// ErrIdentityInUse: another operation of the scope sends the same
+	// request identity as its idempotency key, and the provider still
+	// remembers it (see Store.Enqueue).
+	ErrIdentityInUse = errors.New("request identity in use")
 )
 
 // FieldError names one invalid input field.

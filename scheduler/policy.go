@@ -31,6 +31,10 @@ type Policy struct {
 	// Spread is the largest random delay added to a rate-limit wait so many
 	// operations waiting on one reset do not all leave at its second.
 	Spread time.Duration
+	// Horizon is how far ahead of now a time from outside (an operation's
+	// notBefore, a release's at) may lie; zero means DefaultHorizon. See
+	// CheckTime.
+	Horizon time.Duration
 }
 
 // Default policy values.
@@ -45,6 +49,18 @@ const (
 	DefaultMinHint        = time.Second
 	DefaultMaxHint        = 6 * time.Hour
 	DefaultSpread         = 2 * time.Second
+	DefaultHorizon        = 365 * 24 * time.Hour
+	// MinMaxElapsed is the shortest retry budget an operation may ask for:
+	// budgets are stored in whole milliseconds.
+	MinMaxElapsed = time.Millisecond
+)
+
+// The absolute bounds of every time pacer accepts from outside (design
+// §11 "Times are bounded"): nothing before the Unix epoch, nothing after
+// the last millisecond of year 9999 (the last an RFC 3339 time can say).
+var (
+	EarliestTime = time.Unix(0, 0).UTC()
+	LatestTime   = time.Date(9999, 12, 31, 23, 59, 59, 999_000_000, time.UTC)
 )
 
 // DefaultPolicy returns the documented defaults.
@@ -60,6 +76,7 @@ func DefaultPolicy() Policy {
 		MinHint:            DefaultMinHint,
 		MaxHint:            DefaultMaxHint,
 		Spread:             DefaultSpread,
+		Horizon:            DefaultHorizon,
 	}
 }
 
@@ -78,8 +95,79 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("policy: rate-limit delay (%s) must lie within the hint bounds", p.RateLimitDelay)
 	case p.Spread < 0:
 		return fmt.Errorf("policy: spread must not be negative")
+	case p.Horizon < 0:
+		return fmt.Errorf("policy: horizon must not be negative")
 	}
 	return nil
+}
+
+// horizon is Horizon, or DefaultHorizon when it is zero.
+func (p Policy) horizon() time.Duration {
+	if p.Horizon > 0 {
+		return p.Horizon
+	}
+	return DefaultHorizon
+}
+
+// Latest is the latest time from outside the policy accepts at now: the
+// horizon ahead, and never after LatestTime.
+func (p Policy) Latest(now time.Time) time.Time {
+	latest := now.Add(p.horizon())
+	if latest.After(LatestTime) {
+		return LatestTime
+	}
+	return latest
+}
+
+// CheckTime is the one rule for a time given from outside (design §11
+// "Times are bounded"): it must lie between EarliestTime and LatestTime
+// and at most the policy's horizon after now. The message names the
+// bound broken, for a 422 problem's field error or a page's message; it
+// is empty when t is acceptable. A time in the past (after EarliestTime)
+// is acceptable: callers read it as "now".
+func (p Policy) CheckTime(t, now time.Time) string {
+	latest := p.Latest(now)
+	switch {
+	case t.Before(EarliestTime):
+		return "must not be before " + EarliestTime.Format(time.RFC3339)
+	case t.After(latest):
+		return fmt.Sprintf("must not be later than %s (%s ahead of now)", latest.Format(time.RFC3339), formatHorizon(p.horizon()))
+	}
+	return ""
+}
+
+// CheckMaxElapsed is the one rule for a retry budget given from outside:
+// at least MinMaxElapsed. Longer budgets than MaxElapsedLimit are not an
+// error: ClampRetry shortens them to the limit. The message is empty when
+// d is acceptable; zero (asking for the default) is.
+func (p Policy) CheckMaxElapsed(d time.Duration) string {
+	if d < 0 || (d > 0 && d < MinMaxElapsed) {
+		return fmt.Sprintf("must be at least %s (longer than %s is shortened to %s)", MinMaxElapsed, formatHorizon(p.MaxElapsedLimit), formatHorizon(p.MaxElapsedLimit))
+	}
+	return ""
+}
+
+// ClampTime brings a stored time into [EarliestTime, LatestTime], so a
+// value written before the bounds held (or by hand) can still be shown.
+// The zero time stays zero.
+func ClampTime(t time.Time) time.Time {
+	switch {
+	case t.IsZero():
+		return t
+	case t.Before(EarliestTime):
+		return EarliestTime
+	case t.After(LatestTime):
+		return LatestTime
+	}
+	return t
+}
+
+// formatHorizon writes a duration in days when it is whole days.
+func formatHorizon(d time.Duration) string {
+	if d >= 24*time.Hour && d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%d days", d/(24*time.Hour))
+	}
+	return d.String()
 }
 
 // ClampRetry applies the defaults and maxima to a client's retry request

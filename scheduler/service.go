@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,6 +47,10 @@ func NewService(store Store, clk clock.Clock, policy Policy, wake func()) *Servi
 
 // Now is the scheduler's clock.
 func (s *Service) Now() time.Time { return s.clock.Now().UTC() }
+
+// Latest is the latest time a notBefore or release time may name now
+// (Policy.Latest), for forms that offer a choice.
+func (s *Service) Latest() time.Time { return s.policy.Latest(s.Now()) }
 
 // ScopeInput is a scope as a person writes it.
 type ScopeInput struct {
@@ -107,8 +112,8 @@ func (s *Service) validateScope(in ScopeInput) (ScopeConfig, error) {
 	if in.Profile != nil && in.Provider != providers.CustomName {
 		v.add("profile", `only a "custom" scope takes a profile; built-in providers have their own`)
 	}
-	if u, err := url.Parse(in.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		v.add("baseURL", "must be an absolute http or https URL without credentials, query or fragment")
+	if msg := checkBaseURL(in.BaseURL); msg != "" {
+		v.add("baseURL", msg)
 	}
 	if in.IdempotencyHeader != "" {
 		if in.Provider == providers.CustomName {
@@ -164,6 +169,31 @@ func (s *Service) validateScope(in ScopeInput) (ScopeConfig, error) {
 	return cfg, nil
 }
 
+// MaxBaseURLLength bounds a scope's base URL.
+const MaxBaseURLLength = 2048
+
+// checkBaseURL returns what is wrong with a scope's base URL, or "".
+func checkBaseURL(raw string) string {
+	if len(raw) > MaxBaseURLLength {
+		return fmt.Sprintf("must be at most %d bytes (got %d)", MaxBaseURLLength, len(raw))
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return "must be an absolute http or https URL without credentials, query or fragment"
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Sprintf("has port %s: a port must be between 1 and 65535", p)
+		}
+	} else if strings.HasSuffix(u.Host, ":") {
+		return "has an empty port: give one between 1 and 65535, or none"
+	}
+	if u.Hostname() == "" {
+		return "must name a host"
+	}
+	return ""
+}
+
 func validateCredentials(v *ValidationError, c Credentials) {
 	switch c.Type {
 	case CredentialNone:
@@ -175,8 +205,11 @@ func validateCredentials(v *ValidationError, c Credentials) {
 			v.add("credentials.token", "is required for bearer credentials and must be one line")
 		}
 	case CredentialHeader:
-		if !headerNamePattern.MatchString(c.Name) {
+		switch {
+		case !headerNamePattern.MatchString(c.Name):
 			v.add("credentials.name", "must be a valid header name")
+		case transportHeader(c.Name):
+			v.add("credentials.name", "must not be a hop-by-hop, host or framing header (Host, Connection, Content-Length, Transfer-Encoding, …): the transport sets those, and the credential would never be sent")
 		}
 		if c.Value == "" || strings.ContainsAny(c.Value, "\r\n") {
 			v.add("credentials.value", "is required for header credentials and must be one line")
@@ -265,16 +298,45 @@ func (s *Service) Enqueue(ctx context.Context, ins []OperationInput, prefix func
 	return res, nil
 }
 
-// hopByHop and credential headers that a client may not set on a request.
-var reservedHeaders = map[string]bool{
-	"Authorization": true, "Proxy-Authorization": true, "Cookie": true, "Set-Cookie": true,
-	"Host": true, "Connection": true, "Keep-Alive": true, "Proxy-Connection": true,
-	"Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
-	"Content-Length": true, "X-Api-Key": true, "Api-Key": true, "X-Auth-Token": true,
+// ScopeIdempotency is the idempotency of a scope's provider (its profile
+// for provider, idempotency header and declarative profile): the sender
+// sends an operation's request identity as the key exactly when it
+// Applies to the method, and the provider remembers it for Retention. A
+// scope pacer cannot read (an unknown provider, from a newer binary) has
+// none, as the engine then classifies it with the generic profile.
+func ScopeIdempotency(provider, idempotencyHeader string, spec *providers.Spec) providers.Idempotency {
+	p, err := providers.Lookup(provider, providers.Options{IdempotencyHeader: idempotencyHeader, Spec: spec})
+	if err != nil {
+		return providers.Idempotency{}
+	}
+	return p.Idempotency()
 }
 
+// transportHeaders are the hop-by-hop, host and framing headers that the
+// HTTP transport writes itself: a value given for one is dropped or
+// breaks the request, so no operation, credential or idempotency header
+// may name one.
+var transportHeaders = map[string]bool{
+	"Host": true, "Connection": true, "Keep-Alive": true, "Proxy-Connection": true,
+	"Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
+	"Content-Length": true,
+}
+
+// credentialHeaders carry credentials: only a scope sets them.
+var credentialHeaders = map[string]bool{
+	"Authorization": true, "Proxy-Authorization": true, "Cookie": true, "Set-Cookie": true,
+	"X-Api-Key": true, "Api-Key": true, "X-Auth-Token": true,
+}
+
+// transportHeader reports whether name is one of transportHeaders.
+func transportHeader(name string) bool {
+	return transportHeaders[http.CanonicalHeaderKey(name)]
+}
+
+// forbiddenHeader reports whether a client may not set name on a request:
+// a transport or a credential header.
 func forbiddenHeader(name string) bool {
-	return reservedHeaders[http.CanonicalHeaderKey(name)]
+	return transportHeader(name) || credentialHeaders[http.CanonicalHeaderKey(name)]
 }
 
 func (s *Service) normalize(in OperationInput, now time.Time) (NewOperation, *ValidationError) {
@@ -342,17 +404,17 @@ func (s *Service) normalize(in OperationInput, now time.Time) (NewOperation, *Va
 	if in.MaxAttempts < 0 {
 		v.add("retry.maxAttempts", "must be positive")
 	}
-	if in.MaxElapsed < 0 {
-		v.add("retry.maxElapsed", "must be positive")
+	if msg := s.policy.CheckMaxElapsed(in.MaxElapsed); msg != "" {
+		v.add("retry.maxElapsed", msg)
 	}
 	notBefore := now
 	if in.NotBefore != nil {
+		if msg := s.policy.CheckTime(*in.NotBefore, now); msg != "" {
+			v.add("notBefore", msg)
+		}
 		notBefore = in.NotBefore.UTC()
 		if notBefore.Before(now) {
 			notBefore = now
-		}
-		if notBefore.Sub(now) > s.policy.MaxElapsedLimit {
-			v.add("notBefore", "lies too far in the future")
 		}
 	}
 	if len(v.Fields) > 0 {
@@ -362,7 +424,7 @@ func (s *Service) normalize(in OperationInput, now time.Time) (NewOperation, *Va
 		ID: in.ID, Scope: in.Scope, Kind: kind,
 		Request:         Request{Method: method, Path: in.Path, Headers: headers, Body: in.Body, ContentType: in.ContentType},
 		RequestIdentity: identity,
-		NotBefore:       notBefore.Truncate(time.Millisecond),
+		NotBefore:       CeilMillisecond(notBefore),
 		Retry:           s.policy.ClampRetry(in.MaxAttempts, in.MaxElapsed),
 	}
 	if len(op.Request.Headers) == 0 {
@@ -370,6 +432,16 @@ func (s *Service) normalize(in OperationInput, now time.Time) (NewOperation, *Va
 	}
 	op.ContentHash = contentHash(op, in.NotBefore)
 	return op, nil
+}
+
+// CeilMillisecond rounds t up to the next whole millisecond, the
+// resolution of stored times: a not-before time stored rounded down could
+// let a send leave up to a millisecond early.
+func CeilMillisecond(t time.Time) time.Time {
+	if r := t.Truncate(time.Millisecond); r.Before(t) {
+		return r.Add(time.Millisecond)
+	}
+	return t
 }
 
 // contentHash fingerprints what the client asked for: the normalized
@@ -438,10 +510,15 @@ func (s *Service) Release(ctx context.Context, id string, at *time.Time, reason,
 	}
 	now := s.Now()
 	when := now
-	if at != nil && at.After(now) {
-		when = at.UTC()
+	if at != nil {
+		if msg := s.policy.CheckTime(*at, now); msg != "" {
+			return Operation{}, &ValidationError{Fields: []FieldError{{"at", msg}}}
+		}
+		if at.After(now) {
+			when = at.UTC()
+		}
 	}
-	op, err := s.store.ReleaseOperation(ctx, id, when.Truncate(time.Millisecond), Action{Actor: actor, At: now, Reason: reason})
+	op, err := s.store.ReleaseOperation(ctx, id, CeilMillisecond(when), Action{Actor: actor, At: now, Reason: reason})
 	if err != nil {
 		return Operation{}, fmt.Errorf("release %s: %w", id, err)
 	}

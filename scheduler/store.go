@@ -31,8 +31,14 @@ type Store interface {
 
 	// Enqueue stores ops in one transaction, each with its own result:
 	// created; existing (same ID and ContentHash: nothing written); or
-	// rejected with ErrConflict (same ID, other content) or ErrUnknownScope.
-	// A rejected item writes nothing; the others still commit. now is the
+	// rejected with ErrConflict (same ID, other content), ErrUnknownScope
+	// or ErrIdentityInUse (wrapped, naming the other operation): when the
+	// scope's provider is sent the request identity as an idempotency key
+	// (ScopeIdempotency applies to the method), another operation of the
+	// scope with the same RequestIdentity that is unfinished or was last
+	// updated less than the key's retention before now holds it, since the
+	// provider would answer with that one's stored result. A rejected item
+	// writes nothing; the others still commit. now is the
 	// creation time; each operation's deadline is NotBefore+Retry.MaxElapsed.
 	Enqueue(ctx context.Context, ops []NewOperation, now time.Time) ([]EnqueueResult, error)
 	// GetOperation returns the operation or ErrNotFound.
@@ -134,7 +140,9 @@ type Store interface {
 	// f.Scope only, when set), in Seq order. Seq is assigned at commit, is
 	// never reused, and a change with a higher Seq never becomes visible
 	// before one with a lower Seq: a reader that resumes after the last Seq
-	// it saw misses nothing the store still holds.
+	// it saw misses nothing the store still holds. When f.After cannot
+	// continue (CheckFeedCursor, judged in the same read as the page) it
+	// returns the *FeedGapError instead.
 	ListChanges(ctx context.Context, f ChangeFilter) ([]Change, error)
 }
 
@@ -144,7 +152,8 @@ type EnqueueResult struct {
 	// Created is true for a new operation, false for an existing one with
 	// the same content.
 	Created bool
-	// Err is ErrConflict or ErrUnknownScope (wrapped) when rejected.
+	// Err is ErrConflict, ErrUnknownScope or ErrIdentityInUse (wrapped)
+	// when rejected.
 	Err error
 }
 
