@@ -138,6 +138,7 @@ type Engine struct {
 
 	profilesMu sync.Mutex
 	profiles   map[[2]string]providers.Profile
+	redactors  redactors
 
 	// lastPass is the scheduler-clock time (Unix nanoseconds) at which the
 	// last successful pass ended; 0 before the first. See Stalled.
@@ -361,13 +362,14 @@ func (e *Engine) work(c Claim) {
 	}()
 	op := c.Operation
 	profile := e.profile(c.Scope)
+	red := e.redactors.of(c.Scope)
 	deadline := e.clock.Now().Add(e.cfg.RequestTimeout)
 	if lease := op.LeaseExpiresAt.Add(-LeaseMargin); lease.Before(deadline) {
 		deadline = lease
 	}
 	ctx, cancel := e.clock.WithDeadline(e.sendCtx, deadline)
 	started := e.clock.Now()
-	sr := send(ctx, e.cfg.Client, c, profile, e.cfg.ResultLimit, e.cfg.UserAgent)
+	sr := send(ctx, e.cfg.Client, c, profile, red, e.cfg.ResultLimit, e.cfg.UserAgent)
 	cancel()
 	now := e.clock.Now().UTC().Truncate(time.Millisecond)
 	sr.exchange.Now = now
@@ -377,7 +379,10 @@ func (e *Engine) work(c Claim) {
 		out.Reason = "interrupted"
 		out.Detail = "canceled at shutdown: " + out.Detail
 	}
-	out.Detail = redact(out.Detail, c.Scope.Credentials)
+	// The profile saw only redacted text; this pass covers a profile that
+	// assembles a secret from pieces, and the texts derived from Detail.
+	out.Detail, out.Reason = red.String(out.Detail), red.String(out.Reason)
+	out.Hint.Raw, out.Hint.Note = red.String(out.Hint.Raw), red.String(out.Hint.Note)
 	d := e.policy.Decide(op, profile.Idempotency(), out, now, e.cfg.Random)
 	if d.State == StateSucceeded {
 		d.Result = sr.result
