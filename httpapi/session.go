@@ -170,7 +170,7 @@ func (s *Server) handleUISignIn(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.svc.Now()
 	keys := []string{"user:" + name, "client:" + clientIP(r)}
-	if wait := s.ui.throttle.blocked(now, keys...); wait > 0 {
+	if wait := s.ui.throttle.reserve(now, keys...); wait > 0 {
 		w.Header().Set("Retry-After", retryAfterSeconds(wait))
 		v.Error = "Too many failed sign-ins. Try again in " + roughDuration(wait) + "."
 		s.log.WarnContext(r.Context(), "sign-in refused: too many failures", "user", name, "client", clientIP(r))
@@ -179,17 +179,17 @@ func (s *Server) handleUISignIn(w http.ResponseWriter, r *http.Request) {
 	}
 	ok, err := s.ui.users.CheckPassword(r.Context(), name, password)
 	if err != nil {
+		s.ui.throttle.release(now, keys...)
 		s.uiInternalError(w, r, err)
 		return
 	}
-	if !ok {
-		s.ui.throttle.fail(now, keys...)
+	if !ok { // the failure was counted when it was reserved
 		s.log.WarnContext(r.Context(), "sign-in failed", "user", name, "client", clientIP(r))
 		v.Error = "The name or the password is wrong."
 		s.uiRender(w, r, http.StatusUnauthorized, "signin", &v)
 		return
 	}
-	s.ui.throttle.reset(keys[0])
+	s.ui.throttle.succeed(now, keys[0], keys[1:]...)
 	token, err := newSessionToken()
 	if err != nil {
 		s.uiInternalError(w, r, err)

@@ -65,30 +65,34 @@ func TestSignInThrottle(t *testing.T) {
 	th := newSignInThrottle()
 	user, client := "user:alice", "client:10.0.0.1"
 	for i := range SignInFailuresPerUser {
-		if w := th.blocked(now, user, client); w != 0 {
+		if w := th.reserve(now.Add(time.Duration(i)*time.Minute), user, client); w != 0 {
 			t.Fatalf("blocked after %d failures", i)
 		}
-		th.fail(now.Add(time.Duration(i)*time.Minute), user, client)
 	}
 	later := now.Add(5 * time.Minute)
-	if w := th.blocked(later, user); w != SignInWindow-5*time.Minute {
+	if w := th.reserve(later, user); w != SignInWindow-5*time.Minute {
 		t.Fatalf("wait %s, want %s (until the oldest failure leaves the window)", w, SignInWindow-5*time.Minute)
 	}
-	if w := th.blocked(later, "user:bob", client); w != 0 {
+	if w := th.reserve(later, "user:bob", client); w != 0 {
 		t.Fatalf("bob blocked by alice's failures: %s", w)
 	}
-	if w := th.blocked(now.Add(SignInWindow), user); w != 0 {
+	th.succeed(later, "user:bob", client) // bob's success gives the client's reservation back
+	if n := len(th.failures[client]); n != SignInFailuresPerUser {
+		t.Fatalf("client has %d failures after bob's success, want %d", n, SignInFailuresPerUser)
+	}
+	th.release(now.Add(SignInWindow), user)
+	if w := th.reserve(now.Add(SignInWindow), user); w != 0 {
 		t.Fatalf("still blocked %s after the window", w)
 	}
-	th.reset(user)
-	if w := th.blocked(later, user); w != 0 {
-		t.Fatalf("blocked after reset: %s", w)
+	th.succeed(later, user)
+	if w := th.reserve(later, user); w != 0 {
+		t.Fatalf("blocked after a success: %s", w)
 	}
 
 	t.Run("Bounded", func(t *testing.T) {
 		th := newSignInThrottle()
 		for i := range maxThrottleKeys + 100 {
-			th.fail(now, fmt.Sprintf("client:%d", i))
+			th.reserve(now, fmt.Sprintf("client:%d", i))
 		}
 		if n := len(th.failures); n > maxThrottleKeys {
 			t.Fatalf("%d keys kept, want at most %d", n, maxThrottleKeys)
