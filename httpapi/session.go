@@ -57,6 +57,9 @@ type staff struct {
 	// loopback connection to a server without an API token: the page is
 	// open to it, with a banner saying so.
 	Open bool
+	// Proxied is true when the request says it came through a proxy: then
+	// a loopback connection does not open the page.
+	Proxied bool
 	// NoAccounts is true when no staff account exists at all.
 	NoAccounts bool
 }
@@ -79,7 +82,7 @@ func (s *Server) uiWho(r *http.Request) (staff, error) {
 		}
 	}
 	if n == 0 {
-		return staff{Open: s.token == "" && loopbackConn(r), NoAccounts: true}, nil
+		return staff{Open: s.token == "" && loopbackConn(r) && !proxied(r), NoAccounts: true, Proxied: proxied(r)}, nil
 	}
 	c, err := r.Cookie(sessionCookie)
 	if err != nil || c.Value == "" || len(c.Value) > 128 {
@@ -113,6 +116,10 @@ func (s *Server) uiRequireStaff(next http.Handler) http.Handler {
 		case who.Open:
 			ctx := withActor(context.WithValue(r.Context(), staffKey{}, who), ActorLocal)
 			next.ServeHTTP(w, r.WithContext(ctx))
+		case who.NoAccounts && who.Proxied:
+			s.uiRenderError(w, r, http.StatusForbidden, "No staff account yet",
+				"This request came through a proxy (it carries Forwarded or X-Forwarded-For), so the page does not open without a staff account: "+
+					"behind a proxy anyone could reach it. Create one on the server's machine with: pacer users add NAME")
 		case who.NoAccounts:
 			s.uiRenderError(w, r, http.StatusForbidden, "No staff account yet",
 				"The support page needs a staff account on this server. Create one on the server's machine with: pacer users add NAME")

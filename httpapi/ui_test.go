@@ -441,6 +441,21 @@ func TestUI_SignInThrottle(t *testing.T) {
 	})
 }
 
+// Behind a local reverse proxy every connection is loopback: without a
+// staff account the page stays closed to a request that came through one.
+func TestUI_NoAccountBehindProxy(t *testing.T) {
+	t.Parallel()
+	b := setupUI(t, uiOpts{})
+	if p := b.get("/ui/"); p.Status != http.StatusOK {
+		t.Fatalf("local page without accounts: status %d", p.Status)
+	}
+	for _, h := range []string{"Forwarded", "X-Forwarded-For"} {
+		req, _ := http.NewRequest(http.MethodGet, b.url+"/ui/", nil)
+		req.Header.Set(h, "203.0.113.7")
+		wantIn(t, b.send(req), http.StatusForbidden, "came through a proxy")
+	}
+}
+
 // countingUsers counts password checks and makes each one slow, as
 // bcrypt is, so that concurrent sign-ins overlap.
 type countingUsers struct {
