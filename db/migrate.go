@@ -18,7 +18,12 @@ var schema string
 // never edit or reorder a step that has shipped; add a new one.
 func migrations() []string {
 	return []string{
-		// version 2 goes here.
+		// version 2: the row DB.Writable writes to find out whether the
+		// database accepts writes (and removes in the same transaction).
+		`CREATE TABLE write_probe (
+			id INTEGER PRIMARY KEY CHECK (id = 1),
+			pad BLOB NOT NULL
+		) STRICT;`,
 	}
 }
 

@@ -17,6 +17,10 @@ var (
 	ErrInvalidTransition = errors.New("invalid transition")
 	// ErrUnknownScope: an operation names a scope that does not exist.
 	ErrUnknownScope = errors.New("unknown scope")
+	// ErrStoreUnavailable: the store does not accept writes now (disk
+	// full, read-only file, I/O error); what the call tried to write was
+	// not written. Retry later.
+	ErrStoreUnavailable = errors.New("store does not accept writes")
 )
 
 // FieldError names one invalid input field.
