@@ -73,8 +73,8 @@ type sqliteStmt interface {
 type cachingConn struct {
 	inner    sqliteConn
 	byText   map[string]*cachedStmt
-	idle     *list.List // of *cachedStmt not in use, most recently used first
-	prepared int        // statements SQLite has prepared (compiled) on this connection
+	idle     *list.List   // of *cachedStmt not in use, most recently used first
+	prepared int          // statements SQLite has prepared (compiled) on this connection
 	health   *writeHealth // nil except on the writer
 }
 
