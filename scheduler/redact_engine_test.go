@@ -2,13 +2,18 @@ package scheduler_test
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"html"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sort"
 	"strings"
 	"testing"
 
+	"pacer/httpapi"
 	"pacer/scheduler"
 )
 
@@ -140,5 +145,71 @@ func TestEchoedSecretsAreNeverStored(t *testing.T) {
 	}
 	if redactions < len(creds)*len(paths) {
 		t.Fatalf("only %d redactions: the provider's echoes did not reach the store", redactions)
+	}
+
+	// What the API and the support page serve of them (a token-less server
+	// on loopback: the page is open).
+	api, err := httpapi.New(httpapi.Config{Service: h.svc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api.Handler())
+	defer srv.Close()
+	check := func(label, text string) {
+		t.Helper()
+		for enc, e := range forbidden {
+			if strings.Contains(text, e) {
+				t.Errorf("%s serves %s of the secret", label, enc)
+			}
+		}
+	}
+	served := 0
+	for name := range creds {
+		for _, p := range paths {
+			id := name + strings.ReplaceAll(p, "/", "-")
+			for _, path := range []string{"/v1/operations/" + id, "/v1/operations/" + id + "/attempts", "/v1/operations?providerScope=" + name, "/ui/operations/" + id} {
+				resp, err := http.Get(srv.URL + path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("GET %s: %d %s", path, resp.StatusCode, body)
+				}
+				served += strings.Count(string(body), "[redacted]")
+				check("GET "+path, string(body))
+				check("GET "+path+" (unescaped)", html.UnescapeString(string(body)))
+				var doc any
+				if json.Unmarshal(body, &doc) == nil {
+					walkStrings(doc, func(s string) {
+						check("GET "+path+" (decoded)", s)
+						if b, err := base64.StdEncoding.DecodeString(s); err == nil {
+							check("GET "+path+" (base64-decoded)", string(b))
+						}
+					})
+				}
+			}
+		}
+	}
+	if served == 0 {
+		t.Fatal("no redaction served: the checks saw none of the echoes")
+	}
+}
+
+// walkStrings calls fn with every string in a decoded JSON document.
+func walkStrings(v any, fn func(string)) {
+	switch x := v.(type) {
+	case string:
+		fn(x)
+	case []any:
+		for _, e := range x {
+			walkStrings(e, fn)
+		}
+	case map[string]any:
+		for k, e := range x {
+			fn(k)
+			walkStrings(e, fn)
+		}
 	}
 }
