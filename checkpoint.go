@@ -8,6 +8,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"pacer/db"
+	"pacer/scheduler"
 )
 
 // checkpointInterval is how often serve moves the WAL into the database
@@ -28,12 +29,12 @@ type checkpointer interface {
 // that no commit has to: with SQLite's own checkpoints inside commits the
 // p99 send lateness at 500 operations/s was 26 ms, with these 7.5 ms
 // (scripts/bench, pacer-lateness). A failed checkpoint is tried again at
-// the next tick, and logged without flooding (failureLog); the writer's own
+// the next tick, and logged without flooding (scheduler.FailureLog); the writer's own
 // safety-net checkpoint bounds the WAL meanwhile.
 func runCheckpoints(ctx context.Context, store checkpointer, clk clock.Clock, interval time.Duration, logger *slog.Logger) {
 	ticker := clk.Ticker(interval)
 	defer ticker.Stop()
-	failures := newFailureLog(logger, "checkpoint")
+	failures := scheduler.NewFailureLog(logger, slog.LevelWarn, "checkpoint")
 	for {
 		select {
 		case <-ctx.Done():
@@ -43,9 +44,9 @@ func runCheckpoints(ctx context.Context, store checkpointer, clk clock.Clock, in
 		st, err := store.Checkpoint(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
-			failures.failed(clk.Now(), err)
+			failures.Failed(clk.Now(), err)
 		case err == nil:
-			failures.succeeded(clk.Now())
+			failures.Succeeded(clk.Now())
 			if st.WALFrames > 0 {
 				logger.Debug("checkpoint", "walFrames", st.WALFrames, "checkpointed", st.Checkpointed, "busy", st.Busy)
 			}

@@ -301,7 +301,7 @@ func (e *Engine) InFlight() int { return len(e.slots) }
 // claiming, lets in-flight attempts finish within ShutdownGrace, then
 // cancels them (they are recorded as interrupted) and returns.
 func (e *Engine) Run(ctx context.Context) error {
-	failures := 0
+	failures := NewFailureLog(e.log, slog.LevelError, "engine pass")
 	for {
 		_, full, err := e.runOnce(ctx)
 		delay := e.cfg.PollInterval
@@ -309,11 +309,10 @@ func (e *Engine) Run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				break
 			}
-			failures++
-			delay = min(e.cfg.PollInterval, time.Duration(failures)*100*time.Millisecond)
-			e.log.Error("engine pass failed", "err", err, "failures", failures)
+			failures.Failed(e.clock.Now(), err)
+			delay = min(e.cfg.PollInterval, time.Duration(failures.Failures())*100*time.Millisecond)
 		} else {
-			failures = 0
+			failures.Succeeded(e.clock.Now())
 			if full && len(e.slots) < cap(e.slots) {
 				continue // the claim was cut by the free workers and some are free again
 			}
