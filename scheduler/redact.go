@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"net/http"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,8 +12,35 @@ import (
 	"unicode/utf8"
 )
 
-// redactedMark replaces every spelling of a secret.
+// redactedMark replaces every spelling of a secret, unless a secret could
+// be spelled with it (see markFor).
 const redactedMark = "[redacted]"
+
+// otherMarks are the marks tried when a secret could be spelled with
+// redactedMark, in order.
+var otherMarks = [...]string{"<redacted>", "{redacted}", "(redacted)", "[REDACTED]", "<REDACTED>", "[…]", "«…»"}
+
+// markFor returns the first mark that no spelling in forms can overlap:
+// none contains its brackets (a spelling that overlaps a mark has to
+// reach its first or last byte) nor lies within two marks side by side.
+// clean is false when every mark could be overlapped.
+func markFor(forms []string) (mark string, clean bool) {
+	for _, m := range append([]string{redactedMark}, otherMarks[:]...) {
+		first, _ := utf8.DecodeRuneInString(m)
+		last, _ := utf8.DecodeLastRuneInString(m)
+		ok := true
+		for _, f := range forms {
+			if strings.ContainsRune(f, first) || strings.ContainsRune(f, last) || strings.Contains(m+m, f) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return m, true
+		}
+	}
+	return redactedMark, false
+}
 
 // minSecretLen is the shortest secret value searched for on its own: a
 // shorter one (a placeholder password such as "x") cannot be told apart
@@ -31,6 +59,9 @@ type redactor struct {
 	// forms are the secret spellings, longest first, so a padded base64
 	// form goes whole before its unpadded prefix.
 	forms []string
+	// mark replaces each; clean is true when no form can overlap it.
+	mark  string
+	clean bool
 }
 
 // newRedactor returns the redactor of c's secrets.
@@ -54,24 +85,31 @@ func newRedactor(c Credentials) *redactor {
 		}
 	}
 	slices.SortFunc(forms, func(a, b string) int { return len(b) - len(a) })
-	return &redactor{forms: slices.Compact(forms)}
+	forms = slices.Compact(forms)
+	mark, clean := markFor(forms)
+	return &redactor{forms: forms, mark: mark, clean: clean}
 }
 
 // String returns s with every spelling of a secret replaced.
 func (r *redactor) String(s string) string {
-	sp := r.spans(s)
-	if len(sp) == 0 {
-		return s
+	// The mark is chosen so that it cannot help spell a secret anew; when
+	// no mark is clean (markFor), a few more passes merge what it spells.
+	for range 4 {
+		sp := r.spans(s)
+		if len(sp) == 0 {
+			return s
+		}
+		var b strings.Builder
+		last := 0
+		for _, x := range sp {
+			b.WriteString(s[last:x.from])
+			b.WriteString(r.mark)
+			last = x.to
+		}
+		b.WriteString(s[last:])
+		s = b.String()
 	}
-	var b strings.Builder
-	last := 0
-	for _, x := range sp {
-		b.WriteString(s[last:x.from])
-		b.WriteString(redactedMark)
-		last = x.to
-	}
-	b.WriteString(s[last:])
-	return b.String()
+	return s
 }
 
 // Bytes is String for a byte slice; it returns b itself when nothing
@@ -139,14 +177,14 @@ func (r *redactor) partialAt(s string) int {
 		}
 	}
 	for _, syn := range escapeSyntaxes {
-		if !strings.Contains(s, syn[:1]) {
+		d, ok := decodeFor(s, syn)
+		if !ok {
 			continue
 		}
-		view, starts := decodeView(s, syn)
 		for _, f := range r.forms {
-			for k := max(0, len(view)-len(f)+1); k < len(view); k++ {
-				if int(starts[k]) < at && strings.HasPrefix(f, view[k:]) {
-					at = int(starts[k])
+			for k := max(0, len(d.text)-len(f)+1); k < len(d.text); k++ {
+				if from := d.from(k); from < at && strings.HasPrefix(f, d.text[k:]) {
+					at = from
 					break
 				}
 			}
@@ -176,7 +214,7 @@ func dropIncompleteEscape(s string) string {
 		i := len(s) - back
 		switch s[i] {
 		case '\\', '%', '&':
-			if _, n := decodeAt(s, i, s[i:i+1]); n == 1 && incompleteEscape(s[i:]) {
+			if _, n := decodeAt(s, i, s[i:i+1], nil); n == 1 && incompleteEscape(s[i:]) {
 				return s[:i]
 			}
 		}
@@ -221,30 +259,26 @@ func (r *redactor) spans(s string) []span {
 		return nil
 	}
 	var out []span
-	find := func(text string, at func(int) int) {
+	find := func(text string, from, to func(int) int) {
 		for _, f := range r.forms {
 			for i := 0; ; {
 				j := strings.Index(text[i:], f)
 				if j < 0 {
 					break
 				}
-				out = append(out, span{at(i + j), at(i + j + len(f))})
+				out = append(out, span{from(i + j), to(i + j + len(f))})
 				i += j + len(f)
 			}
 		}
 	}
-	find(s, func(i int) int { return i })
+	same := func(i int) int { return i }
+	find(s, same, same)
 	for _, syn := range escapeSyntaxes {
-		if !strings.Contains(s, syn[:1]) {
+		d, ok := decodeFor(s, syn)
+		if !ok {
 			continue
 		}
-		view, starts := decodeView(s, syn)
-		find(view, func(k int) int {
-			if k < len(starts) {
-				return int(starts[k])
-			}
-			return len(s)
-		})
+		find(d.text, d.from, d.to)
 	}
 	if len(out) == 0 {
 		return nil
@@ -261,42 +295,120 @@ func (r *redactor) spans(s string) []span {
 	return merged
 }
 
-// decodeView decodes one layer of the escape syntax syn in s, and says
-// for each byte of the view where in s the sequence it came from begins.
-func decodeView(s string, syn string) (string, []int32) {
-	view := make([]byte, 0, len(s))
-	starts := make([]int32, 0, len(s))
-	for i := 0; i < len(s); {
-		dec, n := decodeAt(s, i, syn)
-		view = append(view, dec...)
-		for range dec {
-			starts = append(starts, int32(i))
-		}
-		i += n
+// decoded is a text with one layer of one escape syntax decoded, and where
+// each escape came from.
+type decoded struct {
+	text  string
+	marks []mark // one per escape decoded, in order
+}
+
+// mark says that the vn bytes of the decoded text at v came from the
+// escape of sn bytes at s in the source.
+type mark struct{ v, vn, s, sn int }
+
+// at returns the last mark that begins at or before the decoded offset k,
+// or false.
+func (d *decoded) at(k int) (mark, bool) {
+	i := sort.Search(len(d.marks), func(i int) bool { return d.marks[i].v > k }) - 1
+	if i < 0 {
+		return mark{}, false
 	}
-	return string(view), starts
+	return d.marks[i], true
+}
+
+// from is where in the source the decoded byte k comes from: the start of
+// its escape, if it came from one.
+func (d *decoded) from(k int) int {
+	m, ok := d.at(k)
+	switch {
+	case !ok:
+		return k
+	case k < m.v+m.vn:
+		return m.s
+	}
+	return m.s + m.sn + k - m.v - m.vn
+}
+
+// to is where in the source the decoded text up to k (exclusive) ends: past
+// the whole escape that the byte before k came from.
+func (d *decoded) to(k int) int {
+	if k == 0 {
+		return 0
+	}
+	m, ok := d.at(k - 1)
+	switch {
+	case !ok:
+		return k
+	case k-1 < m.v+m.vn:
+		return m.s + m.sn
+	}
+	return m.s + m.sn + k - m.v - m.vn
+}
+
+// decodeFor is decode, skipping at once a syntax s cannot hold.
+func decodeFor(s, syn string) (decoded, bool) {
+	if syn == syntaxJSONLenient && !strings.Contains(s, `\\`) || !strings.Contains(s, syn[:1]) {
+		return decoded{}, false
+	}
+	return decode(s, syn)
+}
+
+// decode decodes one layer of the escape syntax syn in s; false when s
+// holds no escape of it.
+func decode(s string, syn string) (decoded, bool) {
+	var (
+		view  []byte
+		marks []mark
+		last  int // s[:last] is in view
+		buf   [utf8.UTFMax]byte
+	)
+	for i := 0; i < len(s); {
+		j := strings.IndexByte(s[i:], syn[0])
+		if j < 0 {
+			break
+		}
+		e := i + j
+		dec, n := decodeAt(s, e, syn, buf[:0])
+		if n == 1 { // not an escape
+			i = e + 1
+			continue
+		}
+		if view == nil {
+			view = make([]byte, 0, len(s))
+			marks = make([]mark, 0, strings.Count(s[e:], syn[:1]))
+		}
+		view = append(view, s[last:e]...)
+		marks = append(marks, mark{v: len(view), vn: len(dec), s: e, sn: n})
+		view = append(view, dec...)
+		i, last = e+n, e+n
+	}
+	if marks == nil {
+		return decoded{}, false
+	}
+	view = append(view, s[last:]...)
+	return decoded{text: string(view), marks: marks}, true
 }
 
 // decodeAt decodes the sequence starting at s[i]: an escape of the syntax
-// esc, or one byte as is. It returns the decoded bytes and how many bytes
-// of s they took.
-func decodeAt(s string, i int, syn string) ([]byte, int) {
+// syn, or one byte as is. It appends the decoded bytes to dst and says how
+// many bytes of s they took.
+func decodeAt(s string, i int, syn string, dst []byte) ([]byte, int) {
 	rest := s[i:]
 	if rest[0] != syn[0] || syn == syntaxJSONLenient && len(rest) > 1 && rest[1] == '\\' {
-		return []byte{rest[0]}, 1
+		return append(dst, rest[0]), 1
 	}
 	switch rest[0] {
 	case '%':
 		if len(rest) >= 3 && isHex(rest[1]) && isHex(rest[2]) {
 			v, _ := strconv.ParseUint(rest[1:3], 16, 8)
-			return []byte{byte(v)}, 3
+			return append(dst, byte(v)), 3
 		}
 	case '\\':
 		if len(rest) < 2 {
 			break
 		}
 		if c := strings.IndexByte(`"\/bfnrt`, rest[1]); c >= 0 {
-			return []byte{"\"\\/\b\f\n\r\t"[c]}, 2
+			return append(dst, "\"\\/\b\f\n\r\t"[c]), 2
 		}
 		if rest[1] == 'u' && len(rest) >= 6 && allHex(rest[2:6]) {
 			v, _ := strconv.ParseUint(rest[2:6], 16, 16)
@@ -307,16 +419,16 @@ func decodeAt(s string, i int, syn string) ([]byte, int) {
 					ru, n = pair, 12
 				}
 			}
-			return utf8.AppendRune(nil, ru), n
+			return utf8.AppendRune(dst, ru), n
 		}
 	case '&':
 		if end := strings.IndexByte(rest, ';'); end > 1 && end <= 10 {
 			if ru, ok := htmlReference(rest[1:end]); ok {
-				return utf8.AppendRune(nil, ru), end + 1
+				return utf8.AppendRune(dst, ru), end + 1
 			}
 		}
 	}
-	return []byte{rest[0]}, 1
+	return append(dst, rest[0]), 1
 }
 
 // htmlReference decodes the name of an HTML character reference (between
