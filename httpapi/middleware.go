@@ -84,7 +84,7 @@ func (s *Server) principal(r *http.Request) (string, *authProblem) {
 
 // proxiedWithoutToken says why a server without an API token refuses a
 // request that came through a proxy.
-const proxiedWithoutToken = "this server has no API token, and the request came through a proxy (it carries Forwarded or X-Forwarded-For): " +
+const proxiedWithoutToken = "this server has no API token, and the request came through a proxy (it carries Forwarded, X-Forwarded-For or X-Real-IP): " +
 	"through a proxy, a loopback connection says nothing of who is calling, so without a token anyone the proxy serves would have full access; " +
 	"start pacer with --api-token (or PACER_API_TOKEN)"
 

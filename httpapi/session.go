@@ -118,7 +118,7 @@ func (s *Server) uiRequireStaff(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r.WithContext(ctx))
 		case who.NoAccounts && who.Proxied:
 			s.uiRenderError(w, r, http.StatusForbidden, "No staff account yet",
-				"This request came through a proxy (it carries Forwarded or X-Forwarded-For), so the page does not open without a staff account: "+
+				"This request came through a proxy (it carries Forwarded, X-Forwarded-For or X-Real-IP), so the page does not open without a staff account: "+
 					"behind a proxy anyone could reach it. Create one on the server's machine with: pacer users add NAME")
 		case who.NoAccounts:
 			s.uiRenderError(w, r, http.StatusForbidden, "No staff account yet",
