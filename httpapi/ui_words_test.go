@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"pacer/scheduler"
 )
 
 func TestRedactPath(t *testing.T) {
@@ -103,5 +105,20 @@ func TestSignInThrottle(t *testing.T) {
 	}
 	if !strings.HasPrefix(safeNext("/ui/x"), "/ui/") || safeNext("//evil") != "/ui/" {
 		t.Fatal("safeNext")
+	}
+}
+
+// Every write the store rejects for want of room or permission, whatever
+// the handler, is a 503 store-unavailable problem the client can act on.
+func TestProblemForStoreUnavailable(t *testing.T) {
+	for _, err := range []error{
+		fmt.Errorf("enqueue: %w", scheduler.ErrStoreUnavailable),
+		fmt.Errorf("put scope: %w", fmt.Errorf("commit: %w", scheduler.ErrStoreUnavailable)),
+		withDetail(fmt.Errorf("cancel: %w", scheduler.ErrStoreUnavailable), "ignored"),
+	} {
+		p, internal := problemFor(err)
+		if p.Status != 503 || p.Type != ProblemTypeStoreUnavailable || !internal || !strings.Contains(p.Detail, "nothing was stored") {
+			t.Errorf("%v: %+v (internal %v)", err, p, internal)
+		}
 	}
 }
