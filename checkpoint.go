@@ -8,6 +8,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"pacer/db"
+	"pacer/scheduler"
 )
 
 // checkpointInterval is how often serve moves the WAL into the database
@@ -27,12 +28,13 @@ type checkpointer interface {
 // runCheckpoints checkpoints the store every interval until ctx ends, so
 // that no commit has to: with SQLite's own checkpoints inside commits the
 // p99 send lateness at 500 operations/s was 26 ms, with these 7.5 ms
-// (scripts/bench, pacer-lateness). A failed checkpoint is logged and tried
-// again at the next tick; the writer's own safety-net checkpoint bounds the
-// WAL meanwhile.
+// (scripts/bench, pacer-lateness). A failed checkpoint is tried again at
+// the next tick, and logged without flooding (scheduler.FailureLog); the writer's own
+// safety-net checkpoint bounds the WAL meanwhile.
 func runCheckpoints(ctx context.Context, store checkpointer, clk clock.Clock, interval time.Duration, logger *slog.Logger) {
 	ticker := clk.Ticker(interval)
 	defer ticker.Stop()
+	failures := scheduler.NewFailureLog(logger, slog.LevelWarn, "checkpoint")
 	for {
 		select {
 		case <-ctx.Done():
@@ -42,9 +44,12 @@ func runCheckpoints(ctx context.Context, store checkpointer, clk clock.Clock, in
 		st, err := store.Checkpoint(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
-			logger.Warn("checkpoint failed; retrying at the next tick", "err", err)
-		case err == nil && st.WALFrames > 0:
-			logger.Debug("checkpoint", "walFrames", st.WALFrames, "checkpointed", st.Checkpointed, "busy", st.Busy)
+			failures.Failed(clk.Now(), err)
+		case err == nil:
+			failures.Succeeded(clk.Now())
+			if st.WALFrames > 0 {
+				logger.Debug("checkpoint", "walFrames", st.WALFrames, "checkpointed", st.Checkpointed, "busy", st.Busy)
+			}
 		}
 	}
 }

@@ -62,6 +62,43 @@ func TestRunCheckpointsTicksLogsFailuresAndStops(t *testing.T) {
 	}
 }
 
+// A checkpoint that keeps failing every 100 ms is logged once, then once a
+// minute with the count, and its recovery once; not ten times a second.
+func TestRunCheckpointsRateLimitsFailureLogs(t *testing.T) {
+	clk := clock.NewMock()
+	var logs lockedBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	store := &fakeCheckpointer{fail: true}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	start := clk.Now()
+	go func() { runCheckpoints(ctx, store, clk, 100*time.Millisecond, logger); close(done) }()
+
+	const ticks = 1500 // 2.5 minutes of failures
+	for want := 1; want <= ticks; want++ {
+		waitFor(t, func() bool { clk.Add(100 * time.Millisecond); return store.count() >= want })
+	}
+	store.mu.Lock()
+	store.fail = false
+	store.mu.Unlock()
+	n := store.count()
+	waitFor(t, func() bool { clk.Add(100 * time.Millisecond); return store.count() > n+1 })
+	cancel()
+	<-done
+	logged := logs.String()
+	first := strings.Count(logged, "checkpoint failed")
+	again := strings.Count(logged, "checkpoint still failing")
+	recovered := strings.Count(logged, "checkpoint works again")
+	minutes := int(clk.Now().Sub(start) / time.Minute)
+	if first != 1 || again < 1 || again > minutes || recovered != 1 {
+		t.Fatalf("%d failures in %d minutes logged as %d first, %d repeats, %d recoveries; want 1, 1..%d, 1:\n%s", store.count(), minutes, first, again, recovered, minutes, logged)
+	}
+	if !strings.Contains(logged, "failures=") {
+		t.Fatalf("repeats do not say how many failures: %s", logged)
+	}
+}
+
 // waitFor retries cond for up to 5 s.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()

@@ -100,15 +100,21 @@ func TestReadinessSaysWhy(t *testing.T) {
 	if err := check(context.Background()); err == nil || !strings.HasPrefix(err.Error(), "database: ") {
 		t.Errorf("database down: %v", err)
 	}
+	check = readiness(fakePinger{writeErr: scheduler.ErrStoreUnavailable}, fakeLoop{}, func() time.Time { return now })
+	if err := check(context.Background()); err == nil || !strings.HasPrefix(err.Error(), "database does not accept writes: ") {
+		t.Errorf("database rejects writes: %v", err)
+	}
 	check = readiness(fakePinger{}, fakeLoop{err: context.Canceled}, func() time.Time { return now })
 	if err := check(context.Background()); err == nil || !strings.HasPrefix(err.Error(), "engine: ") {
 		t.Errorf("loop stuck: %v", err)
 	}
 }
 
-type fakePinger struct{ err error }
+type fakePinger struct{ err, writeErr error }
 
 func (f fakePinger) Ping(context.Context) error { return f.err }
+
+func (f fakePinger) Writable(context.Context, time.Time) error { return f.writeErr }
 
 type fakeLoop struct{ err error }
 

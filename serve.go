@@ -85,13 +85,16 @@ func runServe(c *cli.Context) error {
 		return cli.Exit(err.Error(), 1)
 	}
 	defer store.Close()
+	clk := clock.New()
+	if err := store.Writable(c.Context, clk.Now()); err != nil {
+		return cli.Exit(fmt.Sprintf("database %s does not accept writes (%v): check the file's owner and mode and the disk's free space", dbPath, err), 1)
+	}
 	if c.Bool("demo") {
 		if err := refuseDemoOnRealData(c.Context, store, dbPath, c.Bool("demo-force")); err != nil {
 			return cli.Exit(err.Error(), 2)
 		}
 	}
 
-	clk := clock.New()
 	var engine *scheduler.Engine
 	meter, err := metrics.New(metrics.Config{Counts: store, Clock: clk, InFlight: func() int { return engine.InFlight() }, Version: version, Logger: logger})
 	if err != nil {

@@ -52,6 +52,8 @@ type DB struct {
 	read  *sql.DB // query-only pool
 	ckpt  *sql.DB // one connection for Checkpoint
 	aead  cipher.AEAD
+	// health is whether the writer's writes succeed (see Writable).
+	health *writeHealth
 }
 
 // connRole selects the per-connection settings of connect.
@@ -72,7 +74,7 @@ const WALSafetyNetPages = 16384
 // connect opens a pool on the SQLite file at path with the per-connection
 // pragmas of role, set in the DSN so that every connection the pool opens
 // gets them. It is the only place that opens SQLite.
-func connect(path string, role connRole) (*sql.DB, error) {
+func connect(path string, role connRole, health ...*writeHealth) (*sql.DB, error) {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
@@ -98,7 +100,11 @@ func connect(path string, role connRole) (*sql.DB, error) {
 	// The path goes through URL escaping so '?', '#' and '%' in a file name
 	// cannot be read as URI syntax.
 	u := url.URL{Scheme: "file", Opaque: (&url.URL{Path: path}).EscapedPath(), RawQuery: q.Encode()}
-	pool := sql.OpenDB(cachingConnector{dsn: u.String(), driver: &sqlite.Driver{}})
+	conn := cachingConnector{dsn: u.String(), driver: &sqlite.Driver{}}
+	if len(health) > 0 {
+		conn.health = health[0]
+	}
+	pool := sql.OpenDB(conn)
 	switch role {
 	case roleWriter, roleBackup, roleCheckpoint:
 		pool.SetMaxOpenConns(1)
@@ -128,8 +134,8 @@ func Open(path string, opts Options) (*DB, error) {
 		readConns = DefaultReadConns
 	}
 
-	db := &DB{path: abs, aead: aead}
-	if db.write, err = connect(abs, roleWriter); err != nil {
+	db := &DB{path: abs, aead: aead, health: &writeHealth{}}
+	if db.write, err = connect(abs, roleWriter, db.health); err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	ctx := context.Background()

@@ -1,5 +1,7 @@
 package db
 
+import "strconv"
+
 // ClaimUpdate is the claim's UPDATE statement, for query-plan tests.
 const ClaimUpdate = claimUpdate
 
@@ -9,3 +11,17 @@ const (
 	OverdueOperations       = overdueOperations
 	EarliestWaitingDeadline = earliestWaitingDeadline
 )
+
+// SetMaxPageCount bounds the database at n pages on the writer's
+// connection, as a full disk would (PRAGMA max_page_count), and returns
+// the page count it had; n 0 lifts the bound.
+func (db *DB) SetMaxPageCount(n int) (pages int, err error) {
+	if err := db.write.QueryRow(`PRAGMA page_count`).Scan(&pages); err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		n = 1 << 30
+	}
+	_, err = db.write.Exec(`PRAGMA max_page_count = ` + strconv.Itoa(n))
+	return pages, err
+}

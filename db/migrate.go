@@ -23,6 +23,12 @@ func migrations() []string {
 		// identity (an idempotency key a provider remembers). The identity
 		// leads, so the planner keeps the scope's own indexes for listings.
 		`CREATE INDEX operations_identity ON operations (request_identity, scope_id);`,
+		// version 4: the row DB.Writable writes to find out whether the
+		// database accepts writes (and removes in the same transaction).
+		`CREATE TABLE write_probe (
+			id INTEGER PRIMARY KEY CHECK (id = 1),
+			pad BLOB NOT NULL
+		) STRICT;`,
 	}
 }
 

@@ -24,6 +24,9 @@ const StatementCacheSize = 128
 type cachingConnector struct {
 	dsn    string
 	driver *sqlite.Driver
+	// health, when set (the writer's pool), records the failures that say
+	// the database cannot be written.
+	health *writeHealth
 }
 
 // Connect opens one connection.
@@ -37,7 +40,7 @@ func (c cachingConnector) Connect(context.Context) (driver.Conn, error) {
 		conn.Close()
 		return nil, errors.New("open database: the sqlite driver's connection lacks context methods")
 	}
-	return &cachingConn{inner: inner, byText: map[string]*cachedStmt{}, idle: list.New()}, nil
+	return &cachingConn{inner: inner, byText: map[string]*cachedStmt{}, idle: list.New(), health: c.health}, nil
 }
 
 // Driver returns the underlying driver.
@@ -70,8 +73,9 @@ type sqliteStmt interface {
 type cachingConn struct {
 	inner    sqliteConn
 	byText   map[string]*cachedStmt
-	idle     *list.List // of *cachedStmt not in use, most recently used first
-	prepared int        // statements SQLite has prepared (compiled) on this connection
+	idle     *list.List   // of *cachedStmt not in use, most recently used first
+	prepared int          // statements SQLite has prepared (compiled) on this connection
+	health   *writeHealth // nil except on the writer
 }
 
 // cachedStmt is a prepared statement that a cachingConn lends out: Close
@@ -101,7 +105,7 @@ func (c *cachingConn) PrepareContext(ctx context.Context, query string) (driver.
 	}
 	prepared, err := c.inner.PrepareContext(ctx, query)
 	if err != nil {
-		return nil, err
+		return nil, c.check(err)
 	}
 	c.prepared++
 	inner, ok := prepared.(sqliteStmt)
@@ -148,12 +152,17 @@ func (c *cachingConn) Close() error {
 
 // Begin implements driver.Conn.
 func (c *cachingConn) Begin() (driver.Tx, error) {
-	return c.inner.BeginTx(context.Background(), driver.TxOptions{})
+	return c.BeginTx(context.Background(), driver.TxOptions{})
 }
 
-// BeginTx implements driver.ConnBeginTx.
+// BeginTx implements driver.ConnBeginTx. Failures of the transaction
+// (and of its statements) are classified: see classify.
 func (c *cachingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	return c.inner.BeginTx(ctx, opts)
+	tx, err := c.inner.BeginTx(ctx, opts)
+	if err != nil {
+		return nil, c.check(err)
+	}
+	return &checkedTx{inner: tx, conn: c}, nil
 }
 
 // Ping implements driver.Pinger.
@@ -173,20 +182,24 @@ func (s *cachedStmt) NumInput() int { return s.inner.NumInput() }
 
 // Exec implements driver.Stmt.
 func (s *cachedStmt) Exec(args []driver.Value) (driver.Result, error) {
-	return s.inner.Exec(args) //nolint:staticcheck // required by driver.Stmt
+	res, err := s.inner.Exec(args) //nolint:staticcheck // required by driver.Stmt
+	return res, s.conn.check(err)
 }
 
 // Query implements driver.Stmt.
 func (s *cachedStmt) Query(args []driver.Value) (driver.Rows, error) {
-	return s.inner.Query(args) //nolint:staticcheck // required by driver.Stmt
+	rows, err := s.inner.Query(args) //nolint:staticcheck // required by driver.Stmt
+	return rows, s.conn.check(err)
 }
 
 // ExecContext implements driver.StmtExecContext.
 func (s *cachedStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	return s.inner.ExecContext(ctx, args)
+	res, err := s.inner.ExecContext(ctx, args)
+	return res, s.conn.check(err)
 }
 
 // QueryContext implements driver.StmtQueryContext.
 func (s *cachedStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	return s.inner.QueryContext(ctx, args)
+	rows, err := s.inner.QueryContext(ctx, args)
+	return rows, s.conn.check(err)
 }

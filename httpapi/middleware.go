@@ -37,7 +37,9 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		actor, p := s.principal(r)
 		if p != nil {
-			w.Header().Set("WWW-Authenticate", p.challenge)
+			if p.challenge != "" {
+				w.Header().Set("WWW-Authenticate", p.challenge)
+			}
 			s.writeProblem(w, r, p.Problem)
 			return
 		}
@@ -54,6 +56,9 @@ type authProblem struct {
 // principal returns the actor r acts as, or the problem refusing it.
 func (s *Server) principal(r *http.Request) (string, *authProblem) {
 	if s.token == "" {
+		if proxied(r) {
+			return "", &authProblem{Problem: newProblem(http.StatusForbidden, proxiedWithoutToken)}
+		}
 		return ActorLocal, nil
 	}
 	h := r.Header.Get("Authorization")
@@ -75,6 +80,24 @@ func (s *Server) principal(r *http.Request) (string, *authProblem) {
 		}
 	}
 	return ActorAPI, nil
+}
+
+// proxiedWithoutToken says why a server without an API token refuses a
+// request that came through a proxy.
+const proxiedWithoutToken = "this server has no API token, and the request came through a proxy (it carries Forwarded, X-Forwarded-For or X-Real-IP): " +
+	"through a proxy, a loopback connection says nothing of who is calling, so without a token anyone the proxy serves would have full access; " +
+	"start pacer with --api-token (or PACER_API_TOKEN)"
+
+// proxied reports whether r says it was forwarded by a proxy. Behind a
+// local reverse proxy every connection is a loopback one, so loopback no
+// longer means local.
+func proxied(r *http.Request) bool {
+	for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Real-Ip"} {
+		if _, ok := r.Header[h]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // recoverPanics turns a handler panic into a logged 500 problem.

@@ -36,7 +36,15 @@ const (
 	// change of the database (restored from a backup); re-read the state
 	// and follow anew (409).
 	ProblemTypeFeedAhead = "urn:pacer:problem:feed-ahead"
+	// ProblemTypeStoreUnavailable: the database does not accept writes now
+	// (disk full, read-only file); nothing was stored. Retry later (503,
+	// with Retry-After).
+	ProblemTypeStoreUnavailable = "urn:pacer:problem:store-unavailable"
 )
+
+// storeRetryAfter is the Retry-After, in seconds, of a store-unavailable
+// problem.
+const storeRetryAfter = "30"
 
 // maxDetailFields bounds how many field errors a validation detail names.
 const maxDetailFields = 5
@@ -120,8 +128,8 @@ func withDetail(err error, format string, args ...any) error {
 
 // problemFor maps err to the problem it is answered with. This is the one
 // place that decides error statuses. internal is true for errors the
-// client can do nothing about: their problem carries a generic detail, and
-// the caller logs err.
+// client can do nothing about: the caller logs err, and their problem
+// carries a generic detail (or, for a store that rejects writes, says so).
 func problemFor(err error) (p Problem, internal bool) {
 	var (
 		ve *scheduler.ValidationError
@@ -156,6 +164,13 @@ func problemFor(err error) (p Problem, internal bool) {
 			Detail: "another operation of this scope sends this requestIdentity as its idempotency key",
 			Errors: []FieldError{{Field: "requestIdentity", Message: "is sent by another operation of the scope as its idempotency key; choose another"}},
 		}
+	case errors.Is(err, scheduler.ErrStoreUnavailable):
+		// Logged by the caller (internal), but with a detail the client can
+		// act on.
+		return Problem{
+			Type: ProblemTypeStoreUnavailable, Title: "Database does not accept writes", Status: http.StatusServiceUnavailable,
+			Detail: "the database does not accept writes now (disk full, or its file is read-only); nothing was stored: retry later",
+		}, true
 	case errors.Is(err, scheduler.ErrInvalidTransition):
 		p = Problem{
 			Type: ProblemTypeInvalidTransition, Title: "Invalid transition", Status: http.StatusConflict,
@@ -175,6 +190,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	p, internal := problemFor(err)
 	if internal {
 		s.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.EscapedPath(), "err", err)
+	}
+	if p.Type == ProblemTypeStoreUnavailable {
+		w.Header().Set("Retry-After", storeRetryAfter)
 	}
 	s.writeProblem(w, r, p)
 }

@@ -289,6 +289,23 @@ func TestAuth_NoTokenConfigured(t *testing.T) {
 	}
 }
 
+// Behind a local reverse proxy every connection is loopback: a token-less
+// server refuses a request that says it came through one.
+func TestAuth_NoTokenBehindProxy(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{NoToken: true})
+	for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Real-IP"} {
+		req := b.request(http.MethodGet, "/v1/scopes", "")
+		req.Header.Set(h, "for=203.0.113.7")
+		res := b.send(req)
+		p := problemOf(t, res, http.StatusForbidden)
+		if !strings.Contains(p.Detail, "--api-token") || !strings.Contains(p.Detail, "proxy") {
+			t.Fatalf("%s: detail %q does not say to set --api-token", h, p.Detail)
+		}
+	}
+	decodeAs[httpapi.ScopeList](t, b.do(http.MethodGet, "/v1/scopes", ""), http.StatusOK)
+}
+
 func TestReadyz(t *testing.T) {
 	t.Parallel()
 	b := setup(t, setupOpts{Ready: func(context.Context) error { return errors.New("database locked by pid 4242") }})

@@ -57,6 +57,9 @@ type staff struct {
 	// loopback connection to a server without an API token: the page is
 	// open to it, with a banner saying so.
 	Open bool
+	// Proxied is true when the request says it came through a proxy: then
+	// a loopback connection does not open the page.
+	Proxied bool
 	// NoAccounts is true when no staff account exists at all.
 	NoAccounts bool
 }
@@ -79,7 +82,7 @@ func (s *Server) uiWho(r *http.Request) (staff, error) {
 		}
 	}
 	if n == 0 {
-		return staff{Open: s.token == "" && loopbackConn(r), NoAccounts: true}, nil
+		return staff{Open: s.token == "" && loopbackConn(r) && !proxied(r), NoAccounts: true, Proxied: proxied(r)}, nil
 	}
 	c, err := r.Cookie(sessionCookie)
 	if err != nil || c.Value == "" || len(c.Value) > 128 {
@@ -113,6 +116,10 @@ func (s *Server) uiRequireStaff(next http.Handler) http.Handler {
 		case who.Open:
 			ctx := withActor(context.WithValue(r.Context(), staffKey{}, who), ActorLocal)
 			next.ServeHTTP(w, r.WithContext(ctx))
+		case who.NoAccounts && who.Proxied:
+			s.uiRenderError(w, r, http.StatusForbidden, "No staff account yet",
+				"This request came through a proxy (it carries Forwarded, X-Forwarded-For or X-Real-IP), so the page does not open without a staff account: "+
+					"behind a proxy anyone could reach it. Create one on the server's machine with: pacer users add NAME")
 		case who.NoAccounts:
 			s.uiRenderError(w, r, http.StatusForbidden, "No staff account yet",
 				"The support page needs a staff account on this server. Create one on the server's machine with: pacer users add NAME")
@@ -170,7 +177,7 @@ func (s *Server) handleUISignIn(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.svc.Now()
 	keys := []string{"user:" + name, "client:" + clientIP(r)}
-	if wait := s.ui.throttle.blocked(now, keys...); wait > 0 {
+	if wait := s.ui.throttle.reserve(now, keys...); wait > 0 {
 		w.Header().Set("Retry-After", retryAfterSeconds(wait))
 		v.Error = "Too many failed sign-ins. Try again in " + roughDuration(wait) + "."
 		s.log.WarnContext(r.Context(), "sign-in refused: too many failures", "user", name, "client", clientIP(r))
@@ -179,17 +186,17 @@ func (s *Server) handleUISignIn(w http.ResponseWriter, r *http.Request) {
 	}
 	ok, err := s.ui.users.CheckPassword(r.Context(), name, password)
 	if err != nil {
+		s.ui.throttle.release(now, keys...)
 		s.uiInternalError(w, r, err)
 		return
 	}
-	if !ok {
-		s.ui.throttle.fail(now, keys...)
+	if !ok { // the failure was counted when it was reserved
 		s.log.WarnContext(r.Context(), "sign-in failed", "user", name, "client", clientIP(r))
 		v.Error = "The name or the password is wrong."
 		s.uiRender(w, r, http.StatusUnauthorized, "signin", &v)
 		return
 	}
-	s.ui.throttle.reset(keys[0])
+	s.ui.throttle.succeed(now, keys[0], keys[1:]...)
 	token, err := newSessionToken()
 	if err != nil {
 		s.uiInternalError(w, r, err)

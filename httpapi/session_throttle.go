@@ -10,7 +10,9 @@ import (
 // and SignInFailuresPerClient per client address within SignInWindow.
 // Once a limit is reached, sign-ins for that name or from that address are
 // refused (429) until the oldest failure leaves the window, without the
-// password being checked.
+// password being checked. Each sign-in reserves its failure before the
+// password is checked (a success gives it back), so the limits hold however
+// many attempts arrive at once.
 const (
 	SignInFailuresPerUser   = 5
 	SignInFailuresPerClient = 20
@@ -42,9 +44,12 @@ func (t *signInThrottle) limit(key string) int {
 	return SignInFailuresPerClient
 }
 
-// blocked returns how long until any of keys may try again; 0 when none
-// is blocked.
-func (t *signInThrottle) blocked(now time.Time, keys ...string) time.Duration {
+// reserve counts a failed sign-in at now for each of keys before the
+// password is checked, in one step with the check of the limits: it returns
+// how long until any of keys may try again (and reserves nothing) when one
+// is blocked, else 0. A sign-in that succeeds gives its reservation back
+// (succeed); one the store could not check, too (release).
+func (t *signInThrottle) reserve(now time.Time, keys ...string) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var wait time.Duration
@@ -54,13 +59,15 @@ func (t *signInThrottle) blocked(now time.Time, keys ...string) time.Duration {
 			wait = max(wait, fs[len(fs)-n].Add(t.window).Sub(now))
 		}
 	}
-	return wait
+	if wait > 0 {
+		return wait
+	}
+	t.fail(now, keys...)
+	return 0
 }
 
-// fail records a failed sign-in for each of keys.
+// fail records a failed sign-in for each of keys. Callers hold mu.
 func (t *signInThrottle) fail(now time.Time, keys ...string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	for _, k := range keys {
 		fs := t.recent(k, now)
 		if fs == nil && len(t.failures) >= maxThrottleKeys {
@@ -74,11 +81,40 @@ func (t *signInThrottle) fail(now time.Time, keys ...string) {
 	}
 }
 
-// reset forgets the failures of key (after a successful sign-in).
-func (t *signInThrottle) reset(key string) {
+// succeed ends a reserved sign-in that succeeded: the account's failures
+// are forgotten, and the other keys' reservations made at now given back.
+func (t *signInThrottle) succeed(now time.Time, user string, others ...string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	delete(t.failures, key)
+	delete(t.failures, user)
+	t.unreserve(now, others...)
+}
+
+// release gives back the reservations made at now for keys: the sign-in
+// was not decided.
+func (t *signInThrottle) release(now time.Time, keys ...string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.unreserve(now, keys...)
+}
+
+// unreserve drops one failure recorded at now from each of keys. Callers
+// hold mu.
+func (t *signInThrottle) unreserve(now time.Time, keys ...string) {
+	for _, k := range keys {
+		fs := t.failures[k]
+		for i := len(fs) - 1; i >= 0; i-- {
+			if fs[i].Equal(now) {
+				fs = append(fs[:i:i], fs[i+1:]...)
+				break
+			}
+		}
+		if len(fs) == 0 {
+			delete(t.failures, k)
+		} else {
+			t.failures[k] = fs
+		}
+	}
 }
 
 // recent returns key's failures within the window, dropping older ones.

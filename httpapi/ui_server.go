@@ -163,6 +163,12 @@ func (s *Server) uiRenderError(w http.ResponseWriter, r *http.Request, status in
 // uiInternalError logs err and answers with a generic error page.
 func (s *Server) uiInternalError(w http.ResponseWriter, r *http.Request, err error) {
 	s.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.EscapedPath(), "err", err)
+	if p, _ := problemFor(err); p.Type == ProblemTypeStoreUnavailable {
+		w.Header().Set("Retry-After", storeRetryAfter)
+		s.uiRenderError(w, r, p.Status, "The database does not accept writes",
+			"Nothing was changed: the database does not accept writes now (disk full, or its file is read-only). Try again once that is fixed.")
+		return
+	}
 	s.uiRenderError(w, r, http.StatusInternalServerError, "Something went wrong",
 		"The server could not answer this request. The server log has the details.")
 }

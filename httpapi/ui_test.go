@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,6 +35,9 @@ type uiOpts struct {
 	Token string
 	// Users are staff accounts to create (password uiPassword).
 	Users []string
+	// WrapUsers, when set, wraps the store the server checks passwords
+	// with (to count or slow the checks).
+	WrapUsers func(httpapi.UserStore) httpapi.UserStore
 }
 
 // uiBundle is a running server with the support page over a real store,
@@ -67,8 +72,12 @@ func setupUI(t *testing.T, opts uiOpts) *uiBundle {
 		t: t, clock: mock, store: store, svc: svc, logs: &syncBuffer{},
 		secrets: []string{secretBearer, secretHeader, secretPassword, testToken, uiPassword},
 	}
+	var users httpapi.UserStore = store
+	if opts.WrapUsers != nil {
+		users = opts.WrapUsers(store)
+	}
 	srv, err := httpapi.New(httpapi.Config{
-		Service: svc, Token: opts.Token, Users: store,
+		Service: svc, Token: opts.Token, Users: users,
 		Logger: slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {
@@ -429,6 +438,96 @@ func TestUI_SignInThrottle(t *testing.T) {
 		}
 		p := b.post("/ui/signin", url.Values{"name": {"erin"}, "password": {uiPassword}})
 		wantIn(t, p, http.StatusTooManyRequests, "Too many failed sign-ins")
+	})
+}
+
+// Behind a local reverse proxy every connection is loopback: without a
+// staff account the page stays closed to a request that came through one.
+func TestUI_NoAccountBehindProxy(t *testing.T) {
+	t.Parallel()
+	b := setupUI(t, uiOpts{})
+	if p := b.get("/ui/"); p.Status != http.StatusOK {
+		t.Fatalf("local page without accounts: status %d", p.Status)
+	}
+	for _, h := range []string{"Forwarded", "X-Forwarded-For"} {
+		req, _ := http.NewRequest(http.MethodGet, b.url+"/ui/", nil)
+		req.Header.Set(h, "203.0.113.7")
+		wantIn(t, b.send(req), http.StatusForbidden, "came through a proxy")
+	}
+}
+
+// countingUsers counts password checks and makes each one slow, as
+// bcrypt is, so that concurrent sign-ins overlap.
+type countingUsers struct {
+	httpapi.UserStore
+	checks atomic.Int64
+}
+
+func (c *countingUsers) CheckPassword(ctx context.Context, name, password string) (bool, error) {
+	c.checks.Add(1)
+	time.Sleep(20 * time.Millisecond)
+	return c.UserStore.CheckPassword(ctx, name, password)
+}
+
+// TestUI_SignInThrottleConcurrent: 100 wrong passwords at once, for one
+// account or from one address, get no more password checks than the limit.
+func TestUI_SignInThrottleConcurrent(t *testing.T) {
+	t.Parallel()
+	counter := &countingUsers{}
+	users := []string{"alice"}
+	b := setupUI(t, uiOpts{Users: users, WrapUsers: func(u httpapi.UserStore) httpapi.UserStore {
+		counter.UserStore = u
+		return counter
+	}})
+	burst := func(name func(i int) string) map[int]int {
+		var mu sync.Mutex
+		statuses := map[int]int{}
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range 100 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				req, _ := http.NewRequest(http.MethodPost, b.url+"/ui/signin", strings.NewReader(url.Values{"name": {name(i)}, "password": {"wrong-password"}}.Encode()))
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				req.Header.Set("Sec-Fetch-Site", "same-origin")
+				req.Header.Set("Origin", b.url)
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				mu.Lock()
+				statuses[res.StatusCode]++
+				mu.Unlock()
+			}()
+		}
+		close(start)
+		wg.Wait()
+		return statuses
+	}
+	t.Run("PerAccount", func(t *testing.T) {
+		st := burst(func(int) string { return "alice" })
+		if n := counter.checks.Load(); n > httpapi.SignInFailuresPerUser {
+			t.Fatalf("%d passwords checked for one account, want at most %d (statuses %v)", n, httpapi.SignInFailuresPerUser, st)
+		}
+		if st[http.StatusUnauthorized] != httpapi.SignInFailuresPerUser || st[http.StatusTooManyRequests] != 100-httpapi.SignInFailuresPerUser {
+			t.Fatalf("statuses %v", st)
+		}
+	})
+	t.Run("PerClient", func(t *testing.T) {
+		b.clock.Add(httpapi.SignInWindow)
+		counter.checks.Store(0)
+		st := burst(func(i int) string { return fmt.Sprintf("guess-%d", i) })
+		if n := counter.checks.Load(); n > httpapi.SignInFailuresPerClient {
+			t.Fatalf("%d passwords checked from one address, want at most %d (statuses %v)", n, httpapi.SignInFailuresPerClient, st)
+		}
+		if st[http.StatusUnauthorized] != httpapi.SignInFailuresPerClient {
+			t.Fatalf("statuses %v", st)
+		}
 	})
 }
 

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"pacer/scheduler"
 )
 
 func TestRedactPath(t *testing.T) {
@@ -65,30 +67,34 @@ func TestSignInThrottle(t *testing.T) {
 	th := newSignInThrottle()
 	user, client := "user:alice", "client:10.0.0.1"
 	for i := range SignInFailuresPerUser {
-		if w := th.blocked(now, user, client); w != 0 {
+		if w := th.reserve(now.Add(time.Duration(i)*time.Minute), user, client); w != 0 {
 			t.Fatalf("blocked after %d failures", i)
 		}
-		th.fail(now.Add(time.Duration(i)*time.Minute), user, client)
 	}
 	later := now.Add(5 * time.Minute)
-	if w := th.blocked(later, user); w != SignInWindow-5*time.Minute {
+	if w := th.reserve(later, user); w != SignInWindow-5*time.Minute {
 		t.Fatalf("wait %s, want %s (until the oldest failure leaves the window)", w, SignInWindow-5*time.Minute)
 	}
-	if w := th.blocked(later, "user:bob", client); w != 0 {
+	if w := th.reserve(later, "user:bob", client); w != 0 {
 		t.Fatalf("bob blocked by alice's failures: %s", w)
 	}
-	if w := th.blocked(now.Add(SignInWindow), user); w != 0 {
+	th.succeed(later, "user:bob", client) // bob's success gives the client's reservation back
+	if n := len(th.failures[client]); n != SignInFailuresPerUser {
+		t.Fatalf("client has %d failures after bob's success, want %d", n, SignInFailuresPerUser)
+	}
+	th.release(now.Add(SignInWindow), user)
+	if w := th.reserve(now.Add(SignInWindow), user); w != 0 {
 		t.Fatalf("still blocked %s after the window", w)
 	}
-	th.reset(user)
-	if w := th.blocked(later, user); w != 0 {
-		t.Fatalf("blocked after reset: %s", w)
+	th.succeed(later, user)
+	if w := th.reserve(later, user); w != 0 {
+		t.Fatalf("blocked after a success: %s", w)
 	}
 
 	t.Run("Bounded", func(t *testing.T) {
 		th := newSignInThrottle()
 		for i := range maxThrottleKeys + 100 {
-			th.fail(now, fmt.Sprintf("client:%d", i))
+			th.reserve(now, fmt.Sprintf("client:%d", i))
 		}
 		if n := len(th.failures); n > maxThrottleKeys {
 			t.Fatalf("%d keys kept, want at most %d", n, maxThrottleKeys)
@@ -99,5 +105,20 @@ func TestSignInThrottle(t *testing.T) {
 	}
 	if !strings.HasPrefix(safeNext("/ui/x"), "/ui/") || safeNext("//evil") != "/ui/" {
 		t.Fatal("safeNext")
+	}
+}
+
+// Every write the store rejects for want of room or permission, whatever
+// the handler, is a 503 store-unavailable problem the client can act on.
+func TestProblemForStoreUnavailable(t *testing.T) {
+	for _, err := range []error{
+		fmt.Errorf("enqueue: %w", scheduler.ErrStoreUnavailable),
+		fmt.Errorf("put scope: %w", fmt.Errorf("commit: %w", scheduler.ErrStoreUnavailable)),
+		withDetail(fmt.Errorf("cancel: %w", scheduler.ErrStoreUnavailable), "ignored"),
+	} {
+		p, internal := problemFor(err)
+		if p.Status != 503 || p.Type != ProblemTypeStoreUnavailable || !internal || !strings.Contains(p.Detail, "nothing was stored") {
+			t.Errorf("%v: %+v (internal %v)", err, p, internal)
+		}
 	}
 }

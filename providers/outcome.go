@@ -121,8 +121,10 @@ type Outcome struct {
 	// Reason is a short machine-readable cause ("secondary-rate-limit",
 	// "permission", "validation", "connection-reset"); may be empty.
 	Reason string
-	// Detail is a human diagnostic of at most MaxDetail bytes. The caller
-	// redacts credentials before storing it.
+	// Detail is a human diagnostic of at most MaxDetail bytes, quoting the
+	// exchange as given. The caller redacts credentials from the exchange
+	// before classifying it (pacer's engine does, in every spelling), so
+	// that no cut made here can keep part of a secret.
 	Detail string
 }
 

@@ -146,6 +146,7 @@ type Engine struct {
 
 	profilesMu sync.Mutex
 	profiles   map[[2]string]providers.Profile
+	redactors  redactors
 
 	// lastPass is the scheduler-clock time (Unix nanoseconds) at which the
 	// last successful pass ended; 0 before the first. See Stalled.
@@ -345,7 +346,7 @@ func (e *Engine) InFlight() int { return len(e.slots) }
 // claiming, lets in-flight attempts finish within ShutdownGrace, then
 // cancels them (they are recorded as interrupted) and returns.
 func (e *Engine) Run(ctx context.Context) error {
-	failures := 0
+	failures := NewFailureLog(e.log, slog.LevelError, "engine pass")
 	for {
 		_, full, err := e.runOnce(ctx)
 		delay := e.cfg.PollInterval
@@ -353,11 +354,10 @@ func (e *Engine) Run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				break
 			}
-			failures++
-			delay = min(e.cfg.PollInterval, time.Duration(failures)*100*time.Millisecond)
-			e.log.Error("engine pass failed", "err", err, "failures", failures)
+			failures.Failed(e.clock.Now(), err)
+			delay = min(e.cfg.PollInterval, time.Duration(failures.Failures())*100*time.Millisecond)
 		} else {
-			failures = 0
+			failures.Succeeded(e.clock.Now())
 			if full && len(e.slots) < cap(e.slots) {
 				continue // the claim was cut by the free workers and some are free again
 			}
@@ -409,13 +409,14 @@ func (e *Engine) work(c Claim) {
 	}()
 	op := c.Operation
 	profile := e.profile(c.Scope)
+	red := e.redactors.of(c.Scope)
 	deadline := e.clock.Now().Add(e.cfg.RequestTimeout)
 	if lease := op.LeaseExpiresAt.Add(-LeaseMargin); lease.Before(deadline) {
 		deadline = lease
 	}
 	ctx, cancel := e.clock.WithDeadline(e.sendCtx, deadline)
 	started := e.clock.Now()
-	sr := send(ctx, e.cfg.Client, c, profile, e.cfg.ResultLimit, e.cfg.UserAgent)
+	sr := send(ctx, e.cfg.Client, c, profile, red, e.cfg.ResultLimit, e.cfg.UserAgent)
 	cancel()
 	now := e.clock.Now().UTC().Truncate(time.Millisecond)
 	sr.exchange.Now = now
@@ -425,7 +426,10 @@ func (e *Engine) work(c Claim) {
 		out.Reason = "interrupted"
 		out.Detail = "canceled at shutdown: " + out.Detail
 	}
-	out.Detail = redact(out.Detail, c.Scope.Credentials)
+	// The profile saw only redacted text; this pass covers a profile that
+	// assembles a secret from pieces, and the texts derived from Detail.
+	out.Detail, out.Reason = red.String(out.Detail), red.String(out.Reason)
+	out.Hint.Raw, out.Hint.Note = red.String(out.Hint.Raw), red.String(out.Hint.Note)
 	d := e.policy.Decide(op, profile.Idempotency(), out, now, e.cfg.Random)
 	if d.State == StateSucceeded {
 		d.Result = sr.result

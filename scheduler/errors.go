@@ -21,6 +21,10 @@ var (
 	// request identity as its idempotency key, and the provider still
 	// remembers it (see Store.Enqueue).
 	ErrIdentityInUse = errors.New("request identity in use")
+	// ErrStoreUnavailable: the store does not accept writes now (disk
+	// full, read-only file, I/O error); what the call tried to write was
+	// not written. Retry later.
+	ErrStoreUnavailable = errors.New("store does not accept writes")
 )
 
 // FieldError names one invalid input field.

@@ -3,11 +3,11 @@ package scheduler
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -25,8 +25,11 @@ type sendResult struct {
 
 // send performs one attempt of c over client and reads the answer. It never
 // returns an error: transport failures are part of the exchange, with
-// Written telling whether any of the request may have left.
-func send(ctx context.Context, client *http.Client, c Claim, profile providers.Profile, resultLimit int, userAgent string) sendResult {
+// Written telling whether any of the request may have left. Everything the
+// provider said (headers, body, a transport error's text) goes through red
+// before anything reads or cuts it: the profile, its diagnostics and the
+// stored result only ever see the redacted answer.
+func send(ctx context.Context, client *http.Client, c Claim, profile providers.Profile, red *redactor, resultLimit int, userAgent string) sendResult {
 	op, sc := c.Operation, c.Scope
 	ex := providers.Exchange{Method: op.Request.Method, Mutation: op.Kind == KindMutation}
 	var written atomic.Bool
@@ -59,26 +62,29 @@ func send(ctx context.Context, client *http.Client, c Claim, profile providers.P
 
 	resp, err := client.Do(req)
 	if err != nil {
-		ex.Err = err
+		ex.Err = red.Error(err)
 		ex.Written = written.Load()
 		return sendResult{exchange: ex}
 	}
 	defer resp.Body.Close()
+	resp.Header, resp.Trailer = red.Header(resp.Header), nil
+	resp.Status = strconv.Itoa(resp.StatusCode) + " " + http.StatusText(resp.StatusCode)
 	limit := max(resultLimit, classifyBodyLimit)
-	raw, readErr := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
-	truncated := len(raw) > limit
-	if truncated {
-		raw = raw[:limit]
-	}
-	ex.Response, ex.Body = resp, raw[:min(len(raw), classifyBodyLimit)]
+	read, readErr := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
+	cutShort := len(read) > limit
 	if readErr != nil && resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		// The provider answered 2xx but the body broke off: the effect
 		// happened; keep what arrived and say so.
-		truncated = true
+		cutShort = true
 	}
-	res := &Result{Status: resp.StatusCode, Headers: resultHeaders(resp.Header, sc.Credentials)}
-	res.Body = redactBytes(raw[:min(len(raw), resultLimit)], sc.Credentials)
-	res.Truncated = truncated || len(raw) > resultLimit
+	answer := red.String(string(read))
+	if cutShort {
+		answer = red.trimPartial(answer)
+	}
+	ex.Response, ex.Body = resp, []byte(red.bound(answer, classifyBodyLimit))
+	res := &Result{Status: resp.StatusCode, Headers: resultHeaders(resp.Header, red)}
+	res.Body = []byte(red.bound(answer, resultLimit))
+	res.Truncated = cutShort || len(res.Body) < len(answer)
 	return sendResult{exchange: ex, result: res}
 }
 
@@ -96,7 +102,7 @@ func authorize(req *http.Request, c Credentials) {
 
 // resultHeaders keeps the response headers worth showing, without cookies
 // or anything carrying the scope's secrets, bounded in count and size.
-func resultHeaders(h http.Header, c Credentials) map[string]string {
+func resultHeaders(h http.Header, red *redactor) map[string]string {
 	out := map[string]string{}
 	for k, v := range h {
 		if len(out) >= 64 {
@@ -106,32 +112,7 @@ func resultHeaders(h http.Header, c Credentials) map[string]string {
 		case "Set-Cookie", "Authorization", "Proxy-Authenticate", "Www-Authenticate":
 			continue
 		}
-		val := strings.Join(v, ", ")
-		if len(val) > 1024 {
-			val = val[:1024]
-		}
-		out[k] = redact(val, c)
+		out[k] = red.Cut(strings.Join(v, ", "), 1024)
 	}
 	return out
-}
-
-// redact replaces every secret of c in s.
-func redact(s string, c Credentials) string {
-	for _, secret := range c.Secrets() {
-		s = strings.ReplaceAll(s, secret, "[redacted]")
-		if c.Type == CredentialBasic {
-			basic := base64.StdEncoding.EncodeToString([]byte(c.Username + ":" + c.Password))
-			s = strings.ReplaceAll(s, basic, "[redacted]")
-		}
-	}
-	return s
-}
-
-func redactBytes(b []byte, c Credentials) []byte {
-	for _, secret := range c.Secrets() {
-		if bytes.Contains(b, []byte(secret)) {
-			b = bytes.ReplaceAll(b, []byte(secret), []byte("[redacted]"))
-		}
-	}
-	return b
 }
