@@ -83,7 +83,7 @@ func (f *bodyFields) add(path, v string) {
 	if _, ok := f.paths[path]; !ok {
 		f.order = append(f.order, path)
 	}
-	f.paths[path] = append(f.paths[path], cut(v, maxFieldValue))
+	f.paths[path] = append(f.paths[path], Cut(v, maxFieldValue))
 }
 
 // scalarText writes a decoded JSON scalar as text.
@@ -200,7 +200,7 @@ func (f *bodyFields) pointer(ptr string) (string, bool) {
 	case map[string]any, []any:
 		return "", false
 	}
-	return cut(scalarText(v), maxFieldValue), true
+	return Cut(scalarText(v), maxFieldValue), true
 }
 
 // validPointer reports whether p is RFC 6901 syntax naming a member (not

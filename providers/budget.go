@@ -33,7 +33,7 @@ func ReadBudget(h http.Header, names BudgetHeaders, now time.Time) (*Budget, Hin
 	if names.Reset != "" {
 		if v := h.Get(names.Reset); v != "" {
 			hint = ParseReset(names.ResetForm, strings.ToLower(names.Reset), firstElement(v), h.Get("Date"), now)
-			hint.Raw = cut(v, maxRaw)
+			hint.Raw = Cut(v, maxRaw)
 		}
 	}
 	remaining, ok := count(h.Get(names.Remaining))

@@ -23,13 +23,13 @@ func describe(resp *http.Response, body []byte, notes ...string) string {
 	for _, n := range notes {
 		if n != "" {
 			b.WriteString("; ")
-			b.WriteString(printable(cut(n, MaxDetail/4)))
+			b.WriteString(printable(Cut(n, MaxDetail/4)))
 		}
 	}
 	if len(body) > 0 {
 		b.WriteString("; body: ")
 		quoted := string(body[:min(len(body), maxBodyInDetail+4)])
-		b.WriteString(printable(cut(quoted, maxBodyInDetail)))
+		b.WriteString(printable(Cut(quoted, maxBodyInDetail)))
 		if len(body) > maxBodyInDetail {
 			b.WriteString("…")
 		}
@@ -55,7 +55,7 @@ func hintNotes(hints ...Hint) []string {
 	var out []string
 	for _, h := range hints {
 		if h.Source != "" && h.Note != "" {
-			out = append(out, fmt.Sprintf("%s %q %s", h.Source, cut(h.Raw, 64), h.Note))
+			out = append(out, fmt.Sprintf("%s %q %s", h.Source, Cut(h.Raw, 64), h.Note))
 		}
 	}
 	return out

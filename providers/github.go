@@ -53,7 +53,7 @@ func NewGitHub() *GitHub {
 		diag: func(r *reading) []string {
 			if res := r.header("X-Ratelimit-Resource"); res != "" {
 				if b, _ := ReadBudget(r.h, budget, r.now); b != nil {
-					return []string{"budget of resource " + cut(res, 32)}
+					return []string{"budget of resource " + Cut(res, 32)}
 				}
 			}
 			return nil
@@ -89,7 +89,7 @@ func NewGitHub() *GitHub {
 				Note: `"Resource not accessible by integration"; x-accepted-github-permissions lists what is needed`},
 			diag: func(r *reading) []string {
 				if need := r.header("X-Accepted-Github-Permissions"); need != "" {
-					return []string{"accepted permissions: " + cut(need, 128)}
+					return []string{"accepted permissions: " + Cut(need, 128)}
 				}
 				return nil
 			},

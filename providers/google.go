@@ -58,7 +58,7 @@ func NewGoogle() *Google {
 	lowerReason := func(path, fallback string) func(r *reading) string {
 		return func(r *reading) string {
 			if v := r.fields().first(path); v != "" {
-				return strings.ReplaceAll(strings.ToLower(cut(v, 64)), "_", "-")
+				return strings.ReplaceAll(strings.ToLower(Cut(v, 64)), "_", "-")
 			}
 			return fallback
 		}
@@ -70,10 +70,10 @@ func NewGoogle() *Google {
 			f := r.fields()
 			var notes []string
 			if reason := f.first("error.details[].reason"); reason != "" {
-				notes = append(notes, "reason "+cut(reason, 64))
+				notes = append(notes, "reason "+Cut(reason, 64))
 			}
 			if q := f.first("error.details[].metadata.quota_limit"); q != "" {
-				notes = append(notes, "quota "+cut(q, 128))
+				notes = append(notes, "quota "+Cut(q, 128))
 			}
 			return notes
 		},
@@ -122,7 +122,7 @@ func NewGoogle() *Google {
 		{Signal: Signal{Status: "403", Class: ClassPermanent, Reason: "insufficientfilepermissions | appnotauthorizedtofile | domainpolicy | forbidden | permission-denied | permission"},
 			reasonOf: func(r *reading) string {
 				if v := r.fields().first("error.errors[].reason"); v != "" {
-					return strings.ToLower(cut(v, 64))
+					return strings.ToLower(Cut(v, 64))
 				}
 				return lowerReason("error.status", "permission")(r)
 			}},

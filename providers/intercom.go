@@ -30,7 +30,7 @@ func NewIntercom() *Intercom {
 	codeReason := func(fallback string) func(r *reading) string {
 		return func(r *reading) string {
 			if c := r.fields().first("errors[].code"); c != "" {
-				return strings.ReplaceAll(cut(c, 64), "_", "-")
+				return strings.ReplaceAll(Cut(c, 64), "_", "-")
 			}
 			return fallback
 		}

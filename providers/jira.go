@@ -35,7 +35,7 @@ func NewJira() *Jira {
 		diag: func(r *reading) []string {
 			var notes []string
 			if why := r.header("Ratelimit-Reason"); why != "" {
-				notes = append(notes, "ratelimit-reason "+cut(why, 64))
+				notes = append(notes, "ratelimit-reason "+Cut(why, 64))
 			}
 			if headerIs(r.h, "X-Ratelimit-Nearlimit", "true") {
 				notes = append(notes, "near limit: under 20% of a budget left")

@@ -33,13 +33,13 @@ func NewMSGraph() *MSGraph {
 		diag: func(r *reading) []string {
 			var notes []string
 			if s := r.header("X-Ms-Throttle-Scope"); s != "" {
-				notes = append(notes, "throttle scope "+cut(s, 128))
+				notes = append(notes, "throttle scope "+Cut(s, 128))
 			}
 			if p := r.header("X-Ms-Throttle-Limit-Percentage"); p != "" {
-				notes = append(notes, "throttle limit percentage "+cut(p, 16)+" (near a limit)")
+				notes = append(notes, "throttle limit percentage "+Cut(p, 16)+" (near a limit)")
 			}
 			if id := r.header("Request-Id"); id != "" {
-				notes = append(notes, "request-id "+cut(id, 64))
+				notes = append(notes, "request-id "+Cut(id, 64))
 			}
 			return notes
 		},

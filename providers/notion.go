@@ -27,7 +27,7 @@ func NewNotion() *Notion {
 	codeReason := func(fallback string) func(r *reading) string {
 		return func(r *reading) string {
 			if c := r.fields().first("code"); c != "" {
-				return strings.ReplaceAll(cut(c, 64), "_", "-")
+				return strings.ReplaceAll(Cut(c, 64), "_", "-")
 			}
 			return fallback
 		}
@@ -36,7 +36,7 @@ func NewNotion() *Notion {
 		name: "notion", title: "Notion API", ref: "providers.md §12",
 		diag: func(r *reading) []string {
 			if why := r.fields().first("additional_data.rate_limit_reason"); why != "" {
-				return []string{"rate limit reason " + cut(why, 64)}
+				return []string{"rate limit reason " + Cut(why, 64)}
 			}
 			return nil
 		},

@@ -193,7 +193,7 @@ func readRateLimitField(field string, policies []RateLimitPolicy, now time.Time)
 	var hint Hint
 	if best.HasReset {
 		hint = ParseReset(ResetDeltaSeconds, "ratelimit", strconv.FormatInt(best.ResetSeconds, 10), "", now)
-		hint.Raw = cut(field, maxRaw)
+		hint.Raw = Cut(field, maxRaw)
 		if hint.Usable() {
 			b.ResetAt = hint.At
 		}

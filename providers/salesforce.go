@@ -39,7 +39,7 @@ func NewSalesforce() *Salesforce {
 	codeReason := func(fallback string) func(r *reading) string {
 		return func(r *reading) string {
 			if c := r.fields().first("[].errorCode"); c != "" {
-				return strings.ReplaceAll(strings.ToLower(cut(c, 64)), "_", "-")
+				return strings.ReplaceAll(strings.ToLower(Cut(c, 64)), "_", "-")
 			}
 			return fallback
 		}

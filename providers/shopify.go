@@ -172,7 +172,7 @@ func shopifyCostHint() hinter {
 			if !okReq && !okAvail && !okRate {
 				return Hint{}
 			}
-			h := Hint{Source: "shopify-graphql-cost", Raw: cut("requested "+f.first("extensions.cost.requestedQueryCost")+", available "+f.first(shopifyThrottle+"currentlyAvailable")+", restoreRate "+f.first(shopifyThrottle+"restoreRate"), maxRaw)}
+			h := Hint{Source: "shopify-graphql-cost", Raw: Cut("requested "+f.first("extensions.cost.requestedQueryCost")+", available "+f.first(shopifyThrottle+"currentlyAvailable")+", restoreRate "+f.first(shopifyThrottle+"restoreRate"), maxRaw)}
 			switch {
 			case !okReq || !okAvail || !okRate:
 				h.Note = "ignored: cost figures missing or not non-negative numbers"

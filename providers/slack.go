@@ -37,7 +37,7 @@ func NewSlack() *Slack {
 			return f.has("ok", "false") && (codes == nil || f.has("error", codes...))
 		}
 	}
-	code := func(r *reading) string { return strings.ReplaceAll(cut(r.fields().first("error"), 64), "_", "-") }
+	code := func(r *reading) string { return strings.ReplaceAll(Cut(r.fields().first("error"), 64), "_", "-") }
 	reasons := func(codes ...string) string { return strings.ReplaceAll(strings.Join(codes, " | "), "_", "-") }
 	t := table{
 		name: "slack", title: "Slack Web API", ref: "providers.md §4",
@@ -81,7 +81,7 @@ func NewSlack() *Slack {
 		{
 			Signal: Signal{Status: "2xx", When: "ok:false, any other error (invalid_arguments, channel_not_found, …)", Class: ClassPermanent, Reason: "slack-error"},
 			match:  okFalse(),
-			diag:   func(r *reading) []string { return []string{"slack error " + cut(r.fields().first("error"), 64)} },
+			diag:   func(r *reading) []string { return []string{"slack error " + Cut(r.fields().first("error"), 64)} },
 		},
 		{Signal: Signal{Status: "503", Class: ClassTransient, Reason: "unavailable"}},
 		noKeysServerError("5xx", "server-error", "Slack honours no idempotency keys; a 5xx may come after the write landed"),

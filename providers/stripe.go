@@ -35,16 +35,16 @@ func NewStripe() *Stripe {
 		diag: func(r *reading) []string {
 			var notes []string
 			if id := r.header("Request-Id"); id != "" {
-				notes = append(notes, "request-id "+cut(id, 64))
+				notes = append(notes, "request-id "+Cut(id, 64))
 			}
 			if headerIs(r.h, "Idempotent-Replayed", "true") {
 				notes = append(notes, "idempotent replay of an earlier answer")
 			}
 			if typ, c := stripeType(r), code(r); typ != "" || c != "" {
-				notes = append(notes, "error "+cut(typ, 64)+"/"+cut(c, 64))
+				notes = append(notes, "error "+Cut(typ, 64)+"/"+Cut(c, 64))
 			}
 			if s := should(r); s != "" {
-				notes = append(notes, "stripe-should-retry "+cut(s, 16))
+				notes = append(notes, "stripe-should-retry "+Cut(s, 16))
 			}
 			return notes
 		},
@@ -77,7 +77,7 @@ func NewStripe() *Stripe {
 				Note: "rate or concurrency limiter; no hint headers are documented, so the policy's default delay applies. Stripe-Rate-Limited-Reason (global-rate, endpoint-rate, global-concurrency, endpoint-concurrency, resource-specific) is noted (verify)"},
 			diag: func(r *reading) []string {
 				if why := r.header("Stripe-Rate-Limited-Reason"); why != "" {
-					return []string{"rate limited: " + cut(why, 64)}
+					return []string{"rate limited: " + Cut(why, 64)}
 				}
 				return nil
 			},

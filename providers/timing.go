@@ -146,7 +146,7 @@ func ParseRetryAfter(raw, date string, now time.Time) Hint {
 // MaxHintAhead are clamped to it. This is the one parser of every time
 // pacer reads from a provider.
 func ParseReset(form ResetForm, source, raw, date string, now time.Time) Hint {
-	h := Hint{Source: source, Raw: cut(raw, maxRaw)}
+	h := Hint{Source: source, Raw: Cut(raw, maxRaw)}
 	switch form {
 	case ResetHTTPDate:
 		return parseHTTPDate(h, raw, date, now, "ignored: not an HTTP-date")
@@ -437,8 +437,10 @@ func allDigits(s string) bool {
 	return true
 }
 
-// cut shortens s to at most n bytes without splitting a UTF-8 sequence.
-func cut(s string, n int) string {
+// Cut shortens s to at most n bytes without splitting a UTF-8 sequence
+// (bytes that are not UTF-8 are cut at the byte bound). It is the one rule
+// for bounding provider text, used by the profiles and the redactor.
+func Cut(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

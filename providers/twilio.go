@@ -24,10 +24,10 @@ func NewTwilio() *Twilio {
 		diag: func(r *reading) []string {
 			var notes []string
 			if c := r.fields().first("code"); c != "" {
-				notes = append(notes, "twilio code "+cut(c, 16))
+				notes = append(notes, "twilio code "+Cut(c, 16))
 			}
 			if n := r.header("Twilio-Concurrent-Requests"); n != "" {
-				notes = append(notes, "concurrent requests "+cut(n, 16))
+				notes = append(notes, "concurrent requests "+Cut(n, 16))
 			}
 			return notes
 		},

@@ -61,7 +61,7 @@ func NewZendesk() *Zendesk {
 		},
 		diag: func(r *reading) []string {
 			if v := r.header("X-Idempotency-Lookup"); v != "" {
-				return []string{"x-idempotency-lookup " + cut(v, 16)}
+				return []string{"x-idempotency-lookup " + Cut(v, 16)}
 			}
 			return nil
 		},

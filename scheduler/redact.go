@@ -10,6 +10,8 @@ import (
 	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"pacer/providers"
 )
 
 // redactedMark replaces every spelling of a secret, unless a secret could
@@ -135,14 +137,7 @@ func (r *redactor) bound(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	c := n
-	for c > 0 && n-c < 3 && s[c]&0xC0 == 0x80 {
-		c--
-	}
-	if s[c]&0xC0 == 0x80 { // not UTF-8 anyway: cut at the byte bound
-		c = n
-	}
-	return r.trimPartial(s[:c])
+	return r.trimPartial(providers.Cut(s, n))
 }
 
 // trimPartial removes from the end of s, which was cut, whatever could be
