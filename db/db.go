@@ -43,6 +43,10 @@ type Options struct {
 	Key []byte
 	// ReadConns bounds the read pool; 0 means DefaultReadConns.
 	ReadConns int
+	// MustExist refuses to create a database: the path must hold a pacer
+	// database already (not a missing or empty file), else Open fails with
+	// ErrNoDatabase. Every command but serve sets it.
+	MustExist bool
 }
 
 // DB is pacer's SQLite store. It is safe for concurrent use.
@@ -109,9 +113,10 @@ func connect(path string, role connRole) (*sql.DB, error) {
 	return pool, nil
 }
 
-// Open opens (creating if needed) the database at path, applies the schema
-// and any pending migrations, and returns the store. It fails when the
-// database's schema is newer than this binary knows (*SchemaTooNewError),
+// Open opens (creating if needed, unless opts.MustExist) the database at
+// path, applies the schema and any pending migrations, and returns the
+// store. It fails for another application's database (*NotPacerError),
+// when the database's schema is newer than this binary knows (*SchemaTooNewError),
 // when opts.Key is not 32 bytes, or when the key does not open the stored
 // credentials. Open does not take the process lock: see Lock.
 func Open(path string, opts Options) (*DB, error) {
@@ -122,6 +127,11 @@ func Open(path string, opts Options) (*DB, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	if opts.MustExist { // before the writer, which would write to an empty file
+		if err := RequireDatabase(abs); err != nil {
+			return nil, fmt.Errorf("open database %s: %w", path, err)
+		}
 	}
 	readConns := opts.ReadConns
 	if readConns <= 0 {
@@ -137,7 +147,7 @@ func Open(path string, opts Options) (*DB, error) {
 		db.write.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	if err := migrate(ctx, db.write); err != nil {
+	if err := migrate(ctx, db.write, path, !opts.MustExist); err != nil {
 		db.write.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
