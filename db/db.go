@@ -56,6 +56,10 @@ type DB struct {
 	read  *sql.DB // query-only pool
 	ckpt  *sql.DB // one connection for Checkpoint
 	aead  cipher.AEAD
+
+	// claimCommitting, when set (by tests), is called with the claims and
+	// the connection's PRAGMA synchronous just before a claim commits.
+	claimCommitting func(claims []scheduler.Claim, synchronous int)
 }
 
 // connRole selects the per-connection settings of connect.

@@ -295,7 +295,7 @@ func (e *Engine) runOnce(ctx context.Context) (claimed int, full bool, err error
 		return 0, false, nil
 	}
 	claimStart := e.clock.Now()
-	claims, err := e.store.ClaimDue(ctx, ClaimParams{Now: now, Limit: free, LeaseFor: e.cfg.LeaseDuration})
+	claims, err := e.store.ClaimDue(ctx, ClaimParams{Now: now, Limit: free, LeaseFor: e.cfg.LeaseDuration, Durable: e.durableClaim})
 	if err != nil {
 		return 0, false, fmt.Errorf("claim due operations: %w", err)
 	}
@@ -490,3 +490,11 @@ func (e *Engine) profile(s Scope) providers.Profile {
 }
 
 func (e *Engine) idempotency(s Scope) providers.Idempotency { return e.profile(s).Idempotency() }
+
+// durableClaim reports whether c's claim must be on disk before its request
+// leaves (§11 "Durable before it leaves"): a mutation its provider cannot
+// deduplicate. Lost in a power cut, such a claim would make the mutation
+// look unsent, and it would be sent again without a key to catch it.
+func (e *Engine) durableClaim(c Claim) bool {
+	return c.Operation.Kind == KindMutation && !e.idempotency(c.Scope).Applies(c.Operation.Request.Method)
+}
