@@ -47,6 +47,11 @@ type eligibleScope struct {
 // zero; its attempt intent row is written in the same transaction. The
 // claims are returned in admission order with their scopes (decrypted
 // credentials, InFlight counting the new claims).
+//
+// Durability: when p.Durable holds for a claim, the transaction is undone
+// and redone with synchronous=FULL, so that its commit syncs the WAL (one
+// sync for the whole batch) before ClaimDue returns; SQLite cannot change
+// the setting inside a transaction. Other claims commit under NORMAL.
 func (db *DB) ClaimDue(ctx context.Context, p scheduler.ClaimParams) ([]scheduler.Claim, error) {
 	if p.Limit <= 0 {
 		return nil, nil

@@ -4,7 +4,11 @@
 // the one-process-per-database file lock.
 //
 // A DB has one writer connection (WAL, synchronous=NORMAL, immediate
-// transactions) and a separate pool of query-only read connections. Every
+// transactions) and a separate pool of query-only read connections. Under
+// NORMAL a commit survives a crash of the process but may be lost to a
+// power cut; the one commit that must not be, the claim of a mutation the
+// provider cannot deduplicate, is made with synchronous=FULL (see
+// ClaimDue). Every
 // exported method is one transaction. The store never reads a clock: every
 // time comes from the caller. Times are stored as INTEGER Unix milliseconds
 // UTC and returned as UTC time.Time values (zero for "none").
