@@ -96,6 +96,21 @@ func tables(t *testing.T, path string) []string {
 	return names
 }
 
+// journalMode reads the journal mode of the SQLite file at path.
+func journalMode(t *testing.T, path string) string {
+	t.Helper()
+	raw, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var mode string
+	if err := raw.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil {
+		t.Fatal(err)
+	}
+	return mode
+}
+
 // A --db that is another application's SQLite file is refused by every
 // command, serve included, and gets no pacer table.
 func TestCommandsRefuseForeignDatabase(t *testing.T) {
@@ -121,6 +136,9 @@ func TestCommandsRefuseForeignDatabase(t *testing.T) {
 			}
 			if got := tables(t, path); strings.Join(got, ",") != "contacts" {
 				t.Errorf("tables after the refused commands: %v, want only contacts", got)
+			}
+			if mode := journalMode(t, path); mode != "delete" {
+				t.Errorf("journal mode after the refused commands: %s, want it untouched (delete)", mode)
 			}
 		})
 	}

@@ -136,10 +136,13 @@ func Open(path string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	if opts.MustExist { // before the writer, which would write to an empty file
-		if err := RequireDatabase(abs); err != nil {
-			return nil, fmt.Errorf("open database %s: %w", path, err)
-		}
+	// Before the writer, which would write to an empty or foreign file.
+	check := refuseForeign
+	if opts.MustExist {
+		check = RequireDatabase
+	}
+	if err := check(abs); err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	readConns := opts.ReadConns
 	if readConns <= 0 {

@@ -13,6 +13,13 @@ import (
 // and no writer connection, so it is safe next to a running `pacer serve`.
 // Its methods that write fail; Check, Backup and Close work.
 func openForInspection(path string) (*DB, error) {
+	return openReadOnly(path, false)
+}
+
+// openReadOnly opens a read connection on the existing file at path and
+// refuses another application's database (*NotPacerError) and, unless
+// allowNew, an empty one (ErrNoDatabase). It writes nothing.
+func openReadOnly(path string, allowNew bool) (*DB, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
@@ -26,25 +33,41 @@ func openForInspection(path string) (*DB, error) {
 	}
 	read.SetMaxOpenConns(1)
 	db := &DB{path: abs, read: read}
-	if err := db.recognize(context.Background(), path); err != nil {
+	if err := db.recognize(context.Background(), path, allowNew); err != nil {
 		read.Close()
 		return nil, err
 	}
 	return db, nil
 }
 
-// recognize refuses a file that is not a pacer database, or an empty one.
-func (db *DB) recognize(ctx context.Context, path string) error {
+// recognize refuses a file that is not a pacer database, or, unless
+// allowNew, an empty one.
+func (db *DB) recognize(ctx context.Context, path string, allowNew bool) error {
 	tx, err := db.beginRead(ctx)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
 	_, isNew, err := recognize(ctx, tx, path)
-	if err == nil && isNew {
+	if err == nil && isNew && !allowNew {
 		err = fmt.Errorf("%s holds no pacer database yet: %w", path, ErrNoDatabase)
 	}
 	return err
+}
+
+// refuseForeign returns *NotPacerError when the file at path exists and is
+// another application's database, without writing to it (the writer would
+// turn it to WAL before migrate could look); a missing or empty file is
+// fine: Open creates the database.
+func refuseForeign(path string) error {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	db, err := openReadOnly(path, true)
+	if err != nil {
+		return err
+	}
+	return db.Close()
 }
 
 // RequireDatabase returns an error unless path holds a pacer database
