@@ -65,12 +65,15 @@ func usersCommand() *cli.Command {
 // openUsersDB opens the database of a users subcommand.
 func openUsersDB(c *cli.Context) (*db.DB, error) {
 	path := c.String("db")
+	if err := db.RequireDatabase(path); err != nil { // before a key file is made for it
+		return nil, cli.Exit(errLine(err), 1)
+	}
 	logger := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	key, err := loadKey(c, path, logger)
 	if err != nil {
 		return nil, cli.Exit(errLine(err), 2)
 	}
-	store, err := db.Open(path, db.Options{Key: key})
+	store, err := db.Open(path, db.Options{Key: key, MustExist: true})
 	if err != nil {
 		return nil, cli.Exit(errLine(err), 1)
 	}

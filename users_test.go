@@ -14,6 +14,17 @@ func TestCLIUsers(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "pacer.db")
 	const password = "a long staff password"
 
+	// serve creates the database; the users commands only open it.
+	key, _, err := db.LoadOrCreateKeyFile(path + ".key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := db.Open(path, db.Options{Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Close()
+
 	r := runPacer(ctx, nil, "", "users", "list", "--db", path)
 	if r.ok(t) != "" || !strings.Contains(r.stderr, "no staff accounts") {
 		t.Fatalf("list on a new database: stdout %q stderr %q", r.stdout, r.stderr)
@@ -34,10 +45,6 @@ func TestCLIUsers(t *testing.T) {
 	}
 
 	// The password was read as typed (without its newline) and stored hashed.
-	key, _, err := db.LoadOrCreateKeyFile(path + ".key")
-	if err != nil {
-		t.Fatal(err)
-	}
 	store, err := db.Open(path, db.Options{Key: key})
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,9 @@ package db
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -48,6 +50,11 @@ type eligibleScope struct {
 // claims are returned in admission order with their scopes (decrypted
 // credentials, InFlight counting the new claims), each operation's
 // NextAttemptAt the moment it became eligible (opNextAttemptAt).
+//
+// Durability: when p.Durable holds for a claim, the transaction is undone
+// and redone with synchronous=FULL, so that its commit syncs the WAL (one
+// sync for the whole batch) before ClaimDue returns; SQLite cannot change
+// the setting inside a transaction. Other claims commit under NORMAL.
 func (db *DB) ClaimDue(ctx context.Context, p scheduler.ClaimParams) ([]scheduler.Claim, error) {
 	if p.Limit <= 0 {
 		return nil, nil
@@ -55,17 +62,72 @@ func (db *DB) ClaimDue(ctx context.Context, p scheduler.ClaimParams) ([]schedule
 	if p.LeaseFor < time.Millisecond {
 		return nil, fmt.Errorf("claim due operations: lease duration %s is too short", p.LeaseFor)
 	}
-	tx, err := db.beginWrite(ctx)
+	// One connection for the whole claim: the writer's, pinned, so that
+	// nothing else writes between a claim undone and its durable redo.
+	conn, err := db.write.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("claim due operations: %w", err)
+	}
+	defer conn.Close()
+	claims, err := db.claimOnce(ctx, conn, p, false)
+	if errors.Is(err, errNeedsDurable) {
+		claims, err = db.claimDurably(ctx, conn, p)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim due operations: %w", err)
+	}
+	return claims, nil
+}
+
+// errNeedsDurable undoes a claim transaction that took a claim for which
+// p.Durable holds, so that it can be redone durably.
+var errNeedsDurable = errors.New("the claim must be durable")
+
+// claimDurably redoes the claim on conn with synchronous=FULL, under which
+// SQLite syncs the WAL at commit, and restores synchronous=NORMAL after.
+// SQLite refuses to change the setting inside a transaction, hence the
+// redo; conn is pinned, so the redo claims what the undone claim took.
+func (db *DB) claimDurably(ctx context.Context, conn *sql.Conn, p scheduler.ClaimParams) ([]scheduler.Claim, error) {
+	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = FULL`); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if _, err := conn.ExecContext(context.Background(), `PRAGMA synchronous = NORMAL`); err != nil {
+			// A writer left on FULL is slower, not wrong; drop it anyway.
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}()
+	return db.claimOnce(ctx, conn, p, true)
+}
+
+// claimOnce runs one claim transaction on conn. Unless durable, it undoes
+// itself with errNeedsDurable when p.Durable holds for a claim it took.
+func (db *DB) claimOnce(ctx context.Context, conn *sql.Conn, p scheduler.ClaimParams, durable bool) ([]scheduler.Claim, error) {
+	tx, err := conn.BeginTx(ctx, nil) // immediate: see connect
+	if err != nil {
+		return nil, err
 	}
 	defer tx.Rollback()
 	claims, err := db.claimDue(ctx, tx, p)
 	if err != nil {
-		return nil, fmt.Errorf("claim due operations: %w", err)
+		return nil, err
+	}
+	if !durable && p.Durable != nil {
+		for _, c := range claims {
+			if p.Durable(c) {
+				return nil, errNeedsDurable
+			}
+		}
+	}
+	if db.claimCommitting != nil {
+		var sync int
+		if err := tx.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&sync); err != nil {
+			return nil, err
+		}
+		db.claimCommitting(claims, sync)
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("claim due operations: %w", err)
+		return nil, err
 	}
 	return claims, nil
 }

@@ -4,7 +4,11 @@
 // the one-process-per-database file lock.
 //
 // A DB has one writer connection (WAL, synchronous=NORMAL, immediate
-// transactions) and a separate pool of query-only read connections. Every
+// transactions) and a separate pool of query-only read connections. Under
+// NORMAL a commit survives a crash of the process but may be lost to a
+// power cut; the one commit that must not be, the claim of a mutation the
+// provider cannot deduplicate, is made with synchronous=FULL (see
+// ClaimDue). Every
 // exported method is one transaction. The store never reads a clock: every
 // time comes from the caller. Times are stored as INTEGER Unix milliseconds
 // UTC and returned as UTC time.Time values (zero for "none").
@@ -43,6 +47,10 @@ type Options struct {
 	Key []byte
 	// ReadConns bounds the read pool; 0 means DefaultReadConns.
 	ReadConns int
+	// MustExist refuses to create a database: the path must hold a pacer
+	// database already (not a missing or empty file), else Open fails with
+	// ErrNoDatabase. Every command but serve sets it.
+	MustExist bool
 }
 
 // DB is pacer's SQLite store. It is safe for concurrent use.
@@ -54,6 +62,10 @@ type DB struct {
 	aead  cipher.AEAD
 	// health is whether the writer's writes succeed (see Writable).
 	health *writeHealth
+
+	// claimCommitting, when set (by tests), is called with the claims and
+	// the connection's PRAGMA synchronous just before a claim commits.
+	claimCommitting func(claims []scheduler.Claim, synchronous int)
 }
 
 // connRole selects the per-connection settings of connect.
@@ -115,9 +127,10 @@ func connect(path string, role connRole, health ...*writeHealth) (*sql.DB, error
 	return pool, nil
 }
 
-// Open opens (creating if needed) the database at path, applies the schema
-// and any pending migrations, and returns the store. It fails when the
-// database's schema is newer than this binary knows (*SchemaTooNewError),
+// Open opens (creating if needed, unless opts.MustExist) the database at
+// path, applies the schema and any pending migrations, and returns the
+// store. It fails for another application's database (*NotPacerError),
+// when the database's schema is newer than this binary knows (*SchemaTooNewError),
 // when opts.Key is not 32 bytes, or when the key does not open the stored
 // credentials. Open does not take the process lock: see Lock.
 func Open(path string, opts Options) (*DB, error) {
@@ -127,6 +140,14 @@ func Open(path string, opts Options) (*DB, error) {
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	// Before the writer, which would write to an empty or foreign file.
+	check := refuseForeign
+	if opts.MustExist {
+		check = RequireDatabase
+	}
+	if err := check(abs); err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	readConns := opts.ReadConns
@@ -143,7 +164,7 @@ func Open(path string, opts Options) (*DB, error) {
 		db.write.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	if err := migrate(ctx, db.write); err != nil {
+	if err := migrate(ctx, db.write, path, !opts.MustExist); err != nil {
 		db.write.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}

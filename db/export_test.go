@@ -1,6 +1,10 @@
 package db
 
-import "strconv"
+import (
+	"strconv"
+
+	"pacer/scheduler"
+)
 
 // ClaimUpdate is the claim's UPDATE statement, for query-plan tests.
 const ClaimUpdate = claimUpdate
@@ -24,4 +28,10 @@ func (db *DB) SetMaxPageCount(n int) (pages int, err error) {
 	}
 	_, err = db.write.Exec(`PRAGMA max_page_count = ` + strconv.Itoa(n))
 	return pages, err
+}
+
+// OnClaimCommit calls f with the claims and the writer's PRAGMA synchronous
+// (1 NORMAL, 2 FULL) just before each claim transaction commits.
+func (db *DB) OnClaimCommit(f func(claims []scheduler.Claim, synchronous int)) {
+	db.claimCommitting = f
 }

@@ -69,19 +69,28 @@ func BenchmarkEnqueue(b *testing.B) {
 // outside the timer, so at most 64 run at once, as under the engine. One op
 // is one claimed operation.
 func BenchmarkClaimBatch(b *testing.B) {
-	benchClaimComplete(b, true)
+	benchClaimComplete(b, true, nil)
+}
+
+// BenchmarkClaimBatchDurable is BenchmarkClaimBatch where every claim is
+// of a mutation the provider cannot deduplicate: each claim transaction
+// commits durably (synchronous=FULL, one WAL sync per batch; see
+// scheduler.ClaimParams.Durable), after the undone first try.
+func BenchmarkClaimBatchDurable(b *testing.B) {
+	benchClaimComplete(b, true, func(scheduler.Claim) bool { return true })
 }
 
 // BenchmarkComplete records successful attempts, 64 per transaction (a
 // group commit of a busy engine); the claims run outside the timer. One op
 // is one completion.
 func BenchmarkComplete(b *testing.B) {
-	benchClaimComplete(b, false)
+	benchClaimComplete(b, false, nil)
 }
 
 // benchClaimComplete enqueues b.N operations, then claims and completes
-// them 64 at a time, timing only the claims or only the completions.
-func benchClaimComplete(b *testing.B, timeClaims bool) {
+// them 64 at a time, timing only the claims or only the completions;
+// durable is the claims' ClaimParams.Durable.
+func benchClaimComplete(b *testing.B, timeClaims bool, durable func(scheduler.Claim) bool) {
 	d := openBenchDB(b)
 	ctx := context.Background()
 	ops := benchOps("c", b.N)
@@ -95,7 +104,7 @@ func benchClaimComplete(b *testing.B, timeClaims bool) {
 		if !timeClaims {
 			b.StopTimer()
 		}
-		claims, err := d.ClaimDue(ctx, scheduler.ClaimParams{Now: t0, Limit: min(64, b.N-done), LeaseFor: time.Minute})
+		claims, err := d.ClaimDue(ctx, scheduler.ClaimParams{Now: t0, Limit: min(64, b.N-done), LeaseFor: time.Minute, Durable: durable})
 		if err != nil || len(claims) == 0 {
 			b.Fatalf("claim: %d %v", len(claims), err)
 		}

@@ -13,30 +13,88 @@ import (
 // and no writer connection, so it is safe next to a running `pacer serve`.
 // Its methods that write fail; Check, Backup and Close work.
 func openForInspection(path string) (*DB, error) {
+	return openReadOnly(path, false)
+}
+
+// openReadOnly opens a read connection on the existing file at path and
+// refuses another application's database (*NotPacerError) and, unless
+// allowNew, an empty one (ErrNoDatabase). It writes nothing.
+func openReadOnly(path string, allowNew bool) (*DB, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
 	}
-	// SQLite would create a missing file: look first.
-	fi, err := os.Stat(abs)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return nil, fmt.Errorf("no database file at %s", path)
-	case err != nil:
+	if err := requireFile(abs); err != nil {
 		return nil, err
-	case fi.IsDir():
-		return nil, fmt.Errorf("%s is a directory, not a database file", path)
 	}
 	read, err := connect(abs, roleReader)
 	if err != nil {
 		return nil, err
 	}
 	read.SetMaxOpenConns(1)
-	if err := read.Ping(); err != nil {
+	db := &DB{path: abs, read: read}
+	if err := db.recognize(context.Background(), path, allowNew); err != nil {
 		read.Close()
 		return nil, err
 	}
-	return &DB{path: abs, read: read}, nil
+	return db, nil
+}
+
+// recognize refuses a file that is not a pacer database, or, unless
+// allowNew, an empty one.
+func (db *DB) recognize(ctx context.Context, path string, allowNew bool) error {
+	tx, err := db.beginRead(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	_, isNew, err := recognize(ctx, tx, path)
+	if err == nil && isNew && !allowNew {
+		err = fmt.Errorf("%s holds no pacer database yet: %w", path, ErrNoDatabase)
+	}
+	return err
+}
+
+// refuseForeign returns *NotPacerError when the file at path exists and is
+// another application's database, without writing to it (the writer would
+// turn it to WAL before migrate could look); a missing or empty file is
+// fine: Open creates the database.
+func refuseForeign(path string) error {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	db, err := openReadOnly(path, true)
+	if err != nil {
+		return err
+	}
+	return db.Close()
+}
+
+// RequireDatabase returns an error unless path holds a pacer database
+// already (ErrNoDatabase for a missing or empty file, *NotPacerError for
+// another application's), without writing to it: commands other than
+// serve call it before anything could create a database or its key file.
+func RequireDatabase(path string) error {
+	db, err := openForInspection(path)
+	if err != nil {
+		return err
+	}
+	return db.Close()
+}
+
+// requireFile returns an error unless path names an existing file (not a
+// directory): SQLite would create a missing one.
+func requireFile(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("no database file at %s: %w", path, ErrNoDatabase)
+	case err != nil:
+		return err
+	case fi.IsDir():
+		return fmt.Errorf("%s is a directory, not a database file", path)
+	}
+	return nil
 }
 
 // BackupFile writes a consistent copy of the database file at path to the

@@ -3,6 +3,7 @@
 package db_test
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,6 +27,23 @@ func TestLock(t *testing.T) {
 		for _, want := range []string{path, "another pacer process"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Fatalf("error %q does not mention %q", err, want)
+			}
+		}
+	})
+
+	t.Run("ErrSameFileUnderAnotherName", func(t *testing.T) {
+		dir := t.TempDir()
+		symlink, hardlink := filepath.Join(dir, "alias.db"), filepath.Join(filepath.Dir(path), "hard.db")
+		if err := os.Symlink(path, symlink); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Link(path, hardlink); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{symlink, hardlink} {
+			if l, err := db.Lock(name); err == nil {
+				l.Release()
+				t.Errorf("lock through %s succeeded while the file is locked", name)
 			}
 		}
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	_ "embed"
+	"errors"
 	"fmt"
 )
 
@@ -63,12 +64,67 @@ func (e *SchemaTooNewError) Error() string {
 	return fmt.Sprintf("database schema version %d is newer than this pacer binary knows (%d): run a newer pacer, or restore a backup taken before the upgrade", e.Found, e.Known)
 }
 
+// NotPacerError is returned for a database file that is not pacer's: Open,
+// CheckFile and BackupFile refuse it rather than add pacer's tables to
+// another application's data or report on it.
+type NotPacerError struct {
+	Path string
+	// Why says what gave it away.
+	Why string
+}
+
+// Error implements error.
+func (e *NotPacerError) Error() string {
+	return fmt.Sprintf("%s is not a pacer database (%s): check --db", e.Path, e.Why)
+}
+
+// ErrNoDatabase is returned when a command other than serve names a file
+// that holds no pacer database yet: only serve creates one.
+var ErrNoDatabase = errors.New("only pacer serve creates a database; check --db")
+
+// pacerTables are tables of every pacer schema version: a database with a
+// user_version but without them belongs to another application.
+var pacerTables = []string{"scopes", "operations", "attempts", "audit"}
+
+// recognize reads the database's schema version and tells whether it is
+// pacer's: version 0 with no schema at all is a new, empty database (new
+// is true); version 0 with tables, or a version without pacer's tables, is
+// another application's (*NotPacerError). It is the one definition of
+// "this file is a pacer database".
+func recognize(ctx context.Context, tx *sql.Tx, path string) (version int, isNew bool, err error) {
+	if version, err = userVersion(ctx, tx); err != nil {
+		return 0, false, err
+	}
+	var objects int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&objects); err != nil {
+		return 0, false, fmt.Errorf("read schema: %w", err)
+	}
+	if version == 0 {
+		if objects > 0 {
+			return 0, false, &NotPacerError{Path: path, Why: fmt.Sprintf("it holds %d schema objects but no pacer schema version", objects)}
+		}
+		return 0, true, nil
+	}
+	for _, table := range pacerTables {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?`, table).Scan(&n); err != nil {
+			return 0, false, fmt.Errorf("read schema: %w", err)
+		}
+		if n == 0 {
+			return 0, false, &NotPacerError{Path: path, Why: fmt.Sprintf("schema version %d but no table %q", version, table)}
+		}
+	}
+	return version, false, nil
+}
+
 // migrate brings the database on conn up to SchemaVersion, one transaction
-// per step: the schema when user_version is 0, then each pending migration.
-func migrate(ctx context.Context, conn *sql.DB) error {
+// per step: the schema when the database is new (only when create is
+// true, else ErrNoDatabase), then each pending migration. It refuses
+// another application's database (see recognize).
+func migrate(ctx context.Context, conn *sql.DB, path string, create bool) error {
 	steps := append([]string{schema}, migrations()...)
 	for {
-		done, err := migrateStep(ctx, conn, steps)
+		done, err := migrateStep(ctx, conn, steps, path, create)
 		if err != nil {
 			return err
 		}
@@ -80,17 +136,19 @@ func migrate(ctx context.Context, conn *sql.DB) error {
 
 // migrateStep applies the next pending step, if any, and reports whether
 // the database is current.
-func migrateStep(ctx context.Context, conn *sql.DB, steps []string) (done bool, err error) {
+func migrateStep(ctx context.Context, conn *sql.DB, steps []string, path string, create bool) (done bool, err error) {
 	tx, err := conn.BeginTx(ctx, nil) // immediate: no one else migrates at once
 	if err != nil {
 		return false, fmt.Errorf("migrate: %w", err)
 	}
 	defer tx.Rollback()
-	version, err := userVersion(ctx, tx)
+	version, isNew, err := recognize(ctx, tx, path)
 	if err != nil {
-		return false, fmt.Errorf("migrate: %w", err)
+		return false, err
 	}
 	switch {
+	case isNew && !create:
+		return false, fmt.Errorf("%s holds no pacer database yet: %w", path, ErrNoDatabase)
 	case version > len(steps):
 		return false, &SchemaTooNewError{Found: version, Known: len(steps)}
 	case version == len(steps):

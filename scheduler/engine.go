@@ -148,6 +148,11 @@ type Engine struct {
 	profiles   map[[2]string]providers.Profile
 	redactors  redactors
 
+	// leases are the leases this engine's live workers hold: operation ID
+	// → lease token. recover never takes one of them.
+	leasesMu sync.Mutex
+	leases   map[string]int64
+
 	// lastPass is the scheduler-clock time (Unix nanoseconds) at which the
 	// last successful pass ended; 0 before the first. See Stalled.
 	lastPass atomic.Int64
@@ -173,6 +178,7 @@ func NewEngine(store Store, clk clock.Clock, policy Policy, cfg EngineConfig) (*
 		slots:   make(chan struct{}, cfg.Workers),
 		sendCtx: sendCtx, cancelSend: cancel,
 		profiles: map[[2]string]providers.Profile{},
+		leases:   map[string]int64{},
 	}, nil
 }
 
@@ -191,44 +197,94 @@ func (e *Engine) Recover(ctx context.Context) (int, error) {
 	return e.recover(ctx, time.Time{}, "pacer restarted while the attempt was in flight")
 }
 
-// recoverExpired returns leases that expired before now.
+// recoverExpired returns leases that expired before now, except those of
+// the engine's own live workers (see recover).
 func (e *Engine) recoverExpired(ctx context.Context, now time.Time) (int, error) {
 	return e.recover(ctx, now, "lease expired before the attempt completed")
 }
 
+// recoverBatch bounds the leases one recovery step lists, beyond those of
+// the engine's own workers.
+const recoverBatch = 200
+
+// recover completes, as interrupted, the running operations whose lease
+// expired by expiredBy (all of them when zero), except those held by this
+// engine's own live workers: within a process, expiry is a safety net for
+// a worker that is gone, never a race with one that still runs (a step of
+// the wall clock must not send a request twice). It logs each lease it
+// actually recovered, after the commit.
 func (e *Engine) recover(ctx context.Context, expiredBy time.Time, why string) (int, error) {
 	total := 0
 	for {
-		claims, err := e.store.ListRunning(ctx, expiredBy, 200)
+		claims, err := e.store.ListRunning(ctx, expiredBy, recoverBatch+e.ownLeases())
 		if err != nil {
 			return total, fmt.Errorf("list leases to recover: %w", err)
 		}
-		if len(claims) == 0 {
-			return total, nil
-		}
 		now := e.clock.Now().UTC()
+		taken := make([]Claim, 0, len(claims))
 		cs := make([]Completion, 0, len(claims))
 		for _, c := range claims {
+			if e.ownLease(c.Operation) {
+				continue
+			}
 			idem := e.idempotency(c.Scope)
 			out, d := e.policy.Recover(c.Operation, idem, now, why)
+			taken = append(taken, c)
 			cs = append(cs, Completion{OperationID: c.Operation.ID, LeaseToken: c.Operation.LeaseToken, Attempt: c.Operation.Attempt, FinishedAt: now, Outcome: out, Decision: d})
-			e.log.Warn("lease recovered", "operation", c.Operation.ID, "scope", c.Scope.Name, "kind", c.Operation.Kind, "state", d.State, "reason", why)
+		}
+		if len(cs) == 0 {
+			return total, nil
 		}
 		applied, err := e.store.Complete(ctx, cs)
 		if err != nil {
 			return total, fmt.Errorf("recover leases: %w", err)
 		}
 		n := 0
-		for _, a := range applied {
-			if a {
-				n++
+		for i, a := range applied {
+			if !a {
+				continue // completed meanwhile: the fence kept that answer
 			}
+			n++
+			c := taken[i]
+			e.log.Warn("lease recovered", "operation", c.Operation.ID, "scope", c.Scope.Name, "kind", c.Operation.Kind, "state", cs[i].Decision.State, "reason", why)
 		}
 		total += n
 		if n == 0 { // every one completed concurrently; avoid spinning
 			return total, nil
 		}
 	}
+}
+
+// holdLease records that one of the engine's workers holds op's lease.
+func (e *Engine) holdLease(op Operation) {
+	e.leasesMu.Lock()
+	defer e.leasesMu.Unlock()
+	e.leases[op.ID] = op.LeaseToken
+}
+
+// dropLease records that the worker holding op's lease is done.
+func (e *Engine) dropLease(op Operation) {
+	e.leasesMu.Lock()
+	defer e.leasesMu.Unlock()
+	if e.leases[op.ID] == op.LeaseToken {
+		delete(e.leases, op.ID)
+	}
+}
+
+// ownLease reports whether op's current lease is held by one of the
+// engine's live workers.
+func (e *Engine) ownLease(op Operation) bool {
+	e.leasesMu.Lock()
+	defer e.leasesMu.Unlock()
+	tok, ok := e.leases[op.ID]
+	return ok && tok == op.LeaseToken
+}
+
+// ownLeases counts the leases the engine's live workers hold.
+func (e *Engine) ownLeases() int {
+	e.leasesMu.Lock()
+	defer e.leasesMu.Unlock()
+	return len(e.leases)
 }
 
 // expireOverdue ends every waiting operation whose deadline passed more
@@ -285,7 +341,7 @@ func (e *Engine) runOnce(ctx context.Context) (claimed int, full bool, err error
 		return 0, false, nil
 	}
 	claimStart := e.clock.Now()
-	claims, err := e.store.ClaimDue(ctx, ClaimParams{Now: now, Limit: free, LeaseFor: e.cfg.LeaseDuration})
+	claims, err := e.store.ClaimDue(ctx, ClaimParams{Now: now, Limit: free, LeaseFor: e.cfg.LeaseDuration, Durable: e.durableClaim})
 	if err != nil {
 		return 0, false, fmt.Errorf("claim due operations: %w", err)
 	}
@@ -297,6 +353,7 @@ func (e *Engine) runOnce(ctx context.Context) (claimed int, full bool, err error
 		}
 		e.slots <- struct{}{}
 		e.busy.Add(1)
+		e.holdLease(c.Operation)
 		go e.work(c)
 	}
 	return len(claims), len(claims) == free, nil
@@ -402,12 +459,13 @@ func (e *Engine) shutdown() error {
 
 // work sends one claimed operation and commits the decision.
 func (e *Engine) work(c Claim) {
+	op := c.Operation
 	defer func() {
+		e.dropLease(op)
 		<-e.slots
 		e.busy.Done()
 		e.Wake()
 	}()
-	op := c.Operation
 	profile := e.profile(c.Scope)
 	red := e.redactors.of(c.Scope)
 	deadline := e.clock.Now().Add(e.cfg.RequestTimeout)
@@ -484,3 +542,11 @@ func (e *Engine) profile(s Scope) providers.Profile {
 }
 
 func (e *Engine) idempotency(s Scope) providers.Idempotency { return e.profile(s).Idempotency() }
+
+// durableClaim reports whether c's claim must be on disk before its request
+// leaves (§11 "Durable before it leaves"): a mutation its provider cannot
+// deduplicate. Lost in a power cut, such a claim would make the mutation
+// look unsent, and it would be sent again without a key to catch it.
+func (e *Engine) durableClaim(c Claim) bool {
+	return c.Operation.Kind == KindMutation && !e.idempotency(c.Scope).Applies(c.Operation.Request.Method)
+}

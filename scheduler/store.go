@@ -90,7 +90,8 @@ type Store interface {
 	// (round robin, oldest due first). Each claim sets state running, bumps
 	// LeaseToken, sets LeaseExpiresAt = p.Now+p.LeaseFor, increments Attempt
 	// and BudgetAttempts, sets FirstSentAt if zero, and writes the attempt's
-	// intent row, all before returning.
+	// intent row, all before returning. The transaction is durable (on
+	// disk) before ClaimDue returns when p.Durable holds for any claim.
 	ClaimDue(ctx context.Context, p ClaimParams) ([]Claim, error)
 	// Complete applies completions in one transaction. Each is fenced: it
 	// applies only when the operation is still running with the
@@ -190,6 +191,13 @@ type ClaimParams struct {
 	Now      time.Time
 	Limit    int
 	LeaseFor time.Duration
+	// Durable reports whether a claim must be on disk (fsync'd) before its
+	// request is sent: a mutation the provider cannot deduplicate, whose
+	// claim lost to a power cut would make it look unsent. When it is true
+	// for any claim of the batch, ClaimDue commits that transaction
+	// durably (one sync for the batch); otherwise the commit may reach the
+	// disk later, as any other. nil means no claim needs it.
+	Durable func(Claim) bool
 }
 
 // Claim is one leased operation with its scope.
