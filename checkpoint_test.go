@@ -109,3 +109,57 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 	t.Fatal("condition not met within 5s")
 }
+
+// While checkpoints find nothing new the wait doubles up to the idle
+// bound; new frames, a partial or busy checkpoint, or a failure bring it
+// back to the base interval (design §11 "Idle is idle").
+func TestNextCheckpointWait(t *testing.T) {
+	const base, most = 100 * time.Millisecond, 500 * time.Millisecond
+	done := db.CheckpointStats{WALFrames: 40, Checkpointed: 40}
+	for _, tc := range []struct {
+		name     string
+		wait     time.Duration
+		prev, st db.CheckpointStats
+		err      error
+		want     time.Duration
+	}{
+		{"EmptyWAL", base, db.CheckpointStats{}, db.CheckpointStats{}, nil, 2 * base},
+		{"NothingNew", 2 * base, done, done, nil, 4 * base},
+		{"AtTheBound", 4 * base, done, done, nil, most},
+		{"NewFrames", most, done, db.CheckpointStats{WALFrames: 90, Checkpointed: 90}, nil, base},
+		{"WALRestarted", most, done, db.CheckpointStats{WALFrames: 3, Checkpointed: 3}, nil, base},
+		{"Partial", most, done, db.CheckpointStats{WALFrames: 40, Checkpointed: 12}, nil, base},
+		{"Busy", most, done, db.CheckpointStats{WALFrames: 40, Checkpointed: 40, Busy: true}, nil, base},
+		{"Failed", most, done, db.CheckpointStats{}, errors.New("disk on fire"), base},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := nextCheckpointWait(tc.wait, base, most, tc.prev, tc.st, tc.err); got != tc.want {
+				t.Fatalf("next wait %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// An idle store is checkpointed a few times a second at most, not every
+// 100 ms: over 10 s of the mock clock, at most 30 checkpoints (the backoff
+// gives ~21; a fixed 100 ms ticker 100).
+func TestRunCheckpointsBacksOffWhileIdle(t *testing.T) {
+	clk := clock.NewMock()
+	store := &fakeCheckpointer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		runCheckpoints(ctx, store, clk, 100*time.Millisecond, slog.New(slog.DiscardHandler))
+		close(done)
+	}()
+	waitFor(t, func() bool { clk.Add(100 * time.Millisecond); return store.count() >= 1 })
+	for range 100 {
+		clk.Add(100 * time.Millisecond)
+		time.Sleep(time.Millisecond) // let the loop take its timer
+	}
+	cancel()
+	<-done
+	if n := store.count(); n > 30 {
+		t.Fatalf("%d checkpoints of an idle store in 10 s, want at most 30", n)
+	}
+}

@@ -27,7 +27,11 @@
 // (lease recovery included), enqueue rate, mean claim transaction, peak RSS
 // and bytes per stored operation for the same min(-n, 20000) operations.
 //
-// Usage: cd scripts/bench && go run . [-n 20000] [-only loopback,ceiling,river,pacer,pacer-lateness,river-lateness,scale] [-lateness-rate 500] [-lateness-seconds 10]
+// An idle run (-only idle; not in the default set, ~45 s) measures the CPU
+// the pacer binary uses over 20 s with an empty database and with a scope
+// held back only by its budget reserve (design §11 "Idle is idle").
+//
+// Usage: cd scripts/bench && go run . [-n 20000] [-only loopback,ceiling,river,pacer,pacer-lateness,river-lateness,scale,idle] [-lateness-rate 500] [-lateness-seconds 10]
 //
 // The binary re-executes itself for the provider ("provider") and for the
 // loopback, ceiling and River runs ("loopback", "ceiling", "river",
@@ -87,7 +91,7 @@ func main() {
 		}
 	}
 	n := flag.Int("n", 20000, "operations per system")
-	only := flag.String("only", "loopback,ceiling,river,pacer,pacer-lateness,river-lateness", "comma-separated systems to run (loopback: HTTP calls alone, a reference; *-lateness: send time versus due time; scale: 1M stored vs empty, not in the default set)")
+	only := flag.String("only", "loopback,ceiling,river,pacer,pacer-lateness,river-lateness", "comma-separated systems to run (loopback: HTTP calls alone, a reference; *-lateness: send time versus due time; scale: 1M stored vs empty, not in the default set; idle: CPU while every scope waits, not in the default set)")
 	workers := flag.Int("workers", 50, "HTTP workers for every system (pacer --workers)")
 	timeout := flag.Duration("timeout", 5*time.Minute, "bound on each system's run")
 	repo := flag.String("repo", "../..", "pacer repository root (for go build)")
@@ -121,6 +125,7 @@ func run(n int, only string, workers int, timeout time.Duration, repo string, lc
 	var results []result
 	var lateness []latenessRow
 	var scale []scaleResult
+	var idle []idleResult
 	for _, sys := range strings.Split(only, ",") {
 		sys = strings.TrimSpace(sys)
 		var r result
@@ -140,6 +145,15 @@ func run(n int, only string, workers int, timeout time.Duration, repo string, lc
 				continue
 			}
 			scale = rs
+			continue
+		case "idle":
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			rs, err := runIdle(ctx, tmp, repo, 20*time.Second)
+			cancel()
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "idle: error: %v\n", err)
+			}
+			idle = rs
 			continue
 		case "pacer-lateness", "river-lateness":
 			lr := runLateness(sys, lc, workers, prov.url, tmp, repo, timeout)
@@ -167,6 +181,9 @@ func run(n int, only string, workers int, timeout time.Duration, repo string, lc
 	printLatenessTable(os.Stdout, lateness)
 	if scale != nil {
 		printScale(os.Stdout, scale)
+	}
+	if idle != nil {
+		printIdle(os.Stdout, idle)
 	}
 	return nil
 }
