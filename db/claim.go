@@ -5,9 +5,9 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"pacer/scheduler"
@@ -51,10 +51,11 @@ type eligibleScope struct {
 // credentials, InFlight counting the new claims), each operation's
 // NextAttemptAt the moment it became eligible (opNextAttemptAt).
 //
-// Durability: when p.Durable holds for a claim, the transaction is undone
-// and redone with synchronous=FULL, so that its commit syncs the WAL (one
-// sync for the whole batch) before ClaimDue returns; SQLite cannot change
-// the setting inside a transaction. Other claims commit under NORMAL.
+// Durability: the claim commits under synchronous=NORMAL. When p.Durable
+// holds for a claim it took, ClaimDue then syncs the WAL (syncWAL) before
+// it returns, one sync for the whole batch; when that fails, ClaimDue
+// returns the error and no claim, though the claim is committed: nothing
+// is sent, and the leases expire and are recovered as any other.
 func (db *DB) ClaimDue(ctx context.Context, p scheduler.ClaimParams) ([]scheduler.Claim, error) {
 	if p.Limit <= 0 {
 		return nil, nil
@@ -62,47 +63,28 @@ func (db *DB) ClaimDue(ctx context.Context, p scheduler.ClaimParams) ([]schedule
 	if p.LeaseFor < time.Millisecond {
 		return nil, fmt.Errorf("claim due operations: lease duration %s is too short", p.LeaseFor)
 	}
-	// One connection for the whole claim: the writer's, pinned, so that
-	// nothing else writes between a claim undone and its durable redo.
+	// One connection for the claim and its sync: the writer's, pinned.
 	conn, err := db.write.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("claim due operations: %w", err)
 	}
 	defer conn.Close()
-	claims, err := db.claimOnce(ctx, conn, p, false)
-	if errors.Is(err, errNeedsDurable) {
-		claims, err = db.claimDurably(ctx, conn, p)
-	}
+	claims, err := db.claimOnce(ctx, conn, p)
 	if err != nil {
 		return nil, fmt.Errorf("claim due operations: %w", err)
+	}
+	if p.Durable != nil && slices.ContainsFunc(claims, p.Durable) {
+		// The claim is committed: a cancelled ctx must not leave it
+		// committed and unsynced, its requests unsent.
+		if err := db.syncWAL(context.WithoutCancel(ctx), conn); err != nil {
+			return nil, fmt.Errorf("claim due operations: sync the claim to disk: %w", err)
+		}
 	}
 	return claims, nil
 }
 
-// errNeedsDurable undoes a claim transaction that took a claim for which
-// p.Durable holds, so that it can be redone durably.
-var errNeedsDurable = errors.New("the claim must be durable")
-
-// claimDurably redoes the claim on conn with synchronous=FULL, under which
-// SQLite syncs the WAL at commit, and restores synchronous=NORMAL after.
-// SQLite refuses to change the setting inside a transaction, hence the
-// redo; conn is pinned, so the redo claims what the undone claim took.
-func (db *DB) claimDurably(ctx context.Context, conn *sql.Conn, p scheduler.ClaimParams) ([]scheduler.Claim, error) {
-	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = FULL`); err != nil {
-		return nil, err
-	}
-	defer func() {
-		if _, err := conn.ExecContext(context.Background(), `PRAGMA synchronous = NORMAL`); err != nil {
-			// A writer left on FULL is slower, not wrong; drop it anyway.
-			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-		}
-	}()
-	return db.claimOnce(ctx, conn, p, true)
-}
-
-// claimOnce runs one claim transaction on conn. Unless durable, it undoes
-// itself with errNeedsDurable when p.Durable holds for a claim it took.
-func (db *DB) claimOnce(ctx context.Context, conn *sql.Conn, p scheduler.ClaimParams, durable bool) ([]scheduler.Claim, error) {
+// claimOnce runs one claim transaction on conn.
+func (db *DB) claimOnce(ctx context.Context, conn *sql.Conn, p scheduler.ClaimParams) ([]scheduler.Claim, error) {
 	tx, err := conn.BeginTx(ctx, nil) // immediate: see connect
 	if err != nil {
 		return nil, err
@@ -112,16 +94,9 @@ func (db *DB) claimOnce(ctx context.Context, conn *sql.Conn, p scheduler.ClaimPa
 	if err != nil {
 		return nil, err
 	}
-	if !durable && p.Durable != nil {
-		for _, c := range claims {
-			if p.Durable(c) {
-				return nil, errNeedsDurable
-			}
-		}
-	}
 	if db.claimCommitting != nil {
-		var sync int
-		if err := tx.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&sync); err != nil {
+		sync, err := synchronous(ctx, tx)
+		if err != nil {
 			return nil, err
 		}
 		db.claimCommitting(claims, sync)
@@ -130,6 +105,57 @@ func (db *DB) claimOnce(ctx context.Context, conn *sql.Conn, p scheduler.ClaimPa
 		return nil, err
 	}
 	return claims, nil
+}
+
+// syncWAL makes every transaction committed on conn so far durable: it
+// commits one small write (a write_probe row written and removed) with
+// synchronous=FULL, then restores synchronous=NORMAL. In WAL mode a FULL
+// commit syncs the WAL file, which holds the frames of the earlier
+// commits too (or, once checkpointed, the synced database file does).
+// SQLite refuses to change the setting inside a transaction, hence a
+// transaction of its own rather than the claim's.
+func (db *DB) syncWAL(ctx context.Context, conn *sql.Conn) (err error) {
+	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = FULL`); err != nil {
+		return err
+	}
+	defer func() {
+		if _, err := conn.ExecContext(context.Background(), `PRAGMA synchronous = NORMAL`); err != nil {
+			// A writer left on FULL is slower, not wrong; drop it anyway.
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	// The row makes the commit write WAL frames, without which it would
+	// sync nothing.
+	if _, err := tx.ExecContext(ctx, `INSERT INTO write_probe (id, pad) VALUES (1, x'')
+		ON CONFLICT (id) DO UPDATE SET pad = excluded.pad`); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM write_probe`); err != nil {
+		return err
+	}
+	if db.walSyncing != nil {
+		sync, err := synchronous(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if err := db.walSyncing(sync); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// synchronous returns the connection's PRAGMA synchronous (1 NORMAL, 2
+// FULL), for the test hooks.
+func synchronous(ctx context.Context, tx *sql.Tx) (int, error) {
+	var sync int
+	err := tx.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&sync)
+	return sync, err
 }
 
 func (db *DB) claimDue(ctx context.Context, tx *sql.Tx, p scheduler.ClaimParams) ([]scheduler.Claim, error) {

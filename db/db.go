@@ -7,9 +7,9 @@
 // transactions) and a separate pool of query-only read connections. Under
 // NORMAL a commit survives a crash of the process but may be lost to a
 // power cut; the one commit that must not be, the claim of a mutation the
-// provider cannot deduplicate, is made with synchronous=FULL (see
-// ClaimDue). Every
-// exported method is one transaction. The store never reads a clock: every
+// provider cannot deduplicate, is followed by a commit with
+// synchronous=FULL, which syncs the WAL (see ClaimDue). Every exported
+// method is one transaction (that sync aside). The store never reads a clock: every
 // time comes from the caller. Times are stored as INTEGER Unix milliseconds
 // UTC and returned as UTC time.Time values (zero for "none").
 package db
@@ -66,6 +66,10 @@ type DB struct {
 	// claimCommitting, when set (by tests), is called with the claims and
 	// the connection's PRAGMA synchronous just before a claim commits.
 	claimCommitting func(claims []scheduler.Claim, synchronous int)
+	// walSyncing, when set (by tests), is called with the connection's
+	// PRAGMA synchronous just before the commit that syncs a durable claim
+	// (syncWAL); an error it returns fails that sync.
+	walSyncing func(synchronous int) error
 }
 
 // connRole selects the per-connection settings of connect.

@@ -35,3 +35,17 @@ func (db *DB) SetMaxPageCount(n int) (pages int, err error) {
 func (db *DB) OnClaimCommit(f func(claims []scheduler.Claim, synchronous int)) {
 	db.claimCommitting = f
 }
+
+// OnWALSync calls f with the writer's PRAGMA synchronous just before the
+// commit that syncs a durable claim batch to disk; an error from f fails
+// that sync (the commit is rolled back).
+func (db *DB) OnWALSync(f func(synchronous int) error) {
+	db.walSyncing = f
+}
+
+// WriterSynchronous returns the writer connection's PRAGMA synchronous.
+func (db *DB) WriterSynchronous() (int, error) {
+	var sync int
+	err := db.write.QueryRow(`PRAGMA synchronous`).Scan(&sync)
+	return sync, err
+}

@@ -74,8 +74,8 @@ func BenchmarkClaimBatch(b *testing.B) {
 
 // BenchmarkClaimBatchDurable is BenchmarkClaimBatch where every claim is
 // of a mutation the provider cannot deduplicate: each claim transaction
-// commits durably (synchronous=FULL, one WAL sync per batch; see
-// scheduler.ClaimParams.Durable), after the undone first try.
+// is followed by a small commit with synchronous=FULL, one WAL sync per
+// batch (see scheduler.ClaimParams.Durable).
 func BenchmarkClaimBatchDurable(b *testing.B) {
 	benchClaimComplete(b, true, func(scheduler.Claim) bool { return true })
 }

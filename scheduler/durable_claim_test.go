@@ -2,8 +2,10 @@ package scheduler_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"pacer/scheduler"
 )
@@ -58,5 +60,63 @@ func TestEngineDurableClaims(t *testing.T) {
 		if got, ok := spy.durable[id]; !ok || got != w {
 			t.Errorf("%s: durable claim %v (claimed %v), want %v", id, got, ok, w)
 		}
+	}
+}
+
+// unsyncedStore commits its claims but fails the call, as the store does
+// when it cannot sync a durable claim to disk; it hands the claims back
+// all the same, so a test sees whether the engine would send them.
+type unsyncedStore struct {
+	scheduler.Store
+	fail bool
+}
+
+var errUnsynced = errors.New("sync the claim to disk: I/O error")
+
+func (s *unsyncedStore) ClaimDue(ctx context.Context, p scheduler.ClaimParams) ([]scheduler.Claim, error) {
+	claims, err := s.Store.ClaimDue(ctx, p)
+	if err == nil && s.fail {
+		return claims, errUnsynced
+	}
+	return claims, err
+}
+
+// §11 "Durable before it leaves": when the claim call fails (its sync to
+// disk failed, after the claim committed), the engine sends nothing; the
+// leases expire and are recovered as any lost lease: the read is sent
+// again, the mutation the provider cannot deduplicate is held for a
+// person (its outcome is unknown to the store), never sent twice.
+func TestEngineUnsyncedClaimNotSent(t *testing.T) {
+	h := setup(t, scheduler.EngineConfig{})
+	prov := newProvider(t, h.clock)
+	h.scope("plain", prov.URL, "", 10)
+	h.enqueue(scheduler.OperationInput{ID: "post", Scope: "plain", Method: "POST", Path: "/p"})
+	h.enqueue(scheduler.OperationInput{ID: "get", Scope: "plain", Method: "GET", Path: "/g"})
+	store := &unsyncedStore{Store: h.store, fail: true}
+	eng, err := scheduler.NewEngine(store, h.clock, scheduler.DefaultPolicy(), scheduler.EngineConfig{Random: half})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if n, err := eng.RunOnce(ctx); !errors.Is(err, errUnsynced) || n != 0 {
+		t.Fatalf("RunOnce = %d, %v; want 0 and the sync's error", n, err)
+	}
+	eng.Wait()
+	if got := len(prov.requests("/p")) + len(prov.requests("/g")); got != 0 {
+		t.Fatalf("%d requests sent after a failed claim call, want none", got)
+	}
+	h.wantState("post", scheduler.StateRunning)
+
+	store.fail = false
+	h.clock.Add(scheduler.DefaultLeaseDuration + time.Second)
+	if _, err := eng.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eng.Wait()
+	if post := h.wantState("post", scheduler.StateHeld); post.HoldReason != scheduler.HoldUnknownOutcome {
+		t.Errorf("post held for %q, want %q", post.HoldReason, scheduler.HoldUnknownOutcome)
+	}
+	if len(prov.requests("/p")) != 0 || len(prov.requests("/g")) != 1 {
+		t.Errorf("requests after recovery: POST %d, GET %d; want 0 and 1", len(prov.requests("/p")), len(prov.requests("/g")))
 	}
 }

@@ -91,7 +91,10 @@ type Store interface {
 	// LeaseToken, sets LeaseExpiresAt = p.Now+p.LeaseFor, increments Attempt
 	// and BudgetAttempts, sets FirstSentAt if zero, and writes the attempt's
 	// intent row, all before returning. The transaction is durable (on
-	// disk) before ClaimDue returns when p.Durable holds for any claim.
+	// disk) before ClaimDue returns when p.Durable holds for any claim;
+	// when it cannot be made so, ClaimDue fails and none of the batch may
+	// be sent, though the claims may stay committed (their leases expire
+	// and are recovered as lost ones).
 	ClaimDue(ctx context.Context, p ClaimParams) ([]Claim, error)
 	// Complete applies completions in one transaction. Each is fenced: it
 	// applies only when the operation is still running with the
