@@ -140,6 +140,9 @@ func TestCommandsRefuseForeignDatabase(t *testing.T) {
 			if mode := journalMode(t, path); mode != "delete" {
 				t.Errorf("journal mode after the refused commands: %s, want it untouched (delete)", mode)
 			}
+			if _, err := os.Stat(path + ".key"); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("a key file was made beside another application's database: %v", err)
+			}
 		})
 	}
 }

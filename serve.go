@@ -76,6 +76,9 @@ func runServe(c *cli.Context) error {
 	}
 	defer lock.Release()
 
+	if err := db.RefuseForeign(dbPath); err != nil { // before a key file is made beside it
+		return cli.Exit(err.Error(), 1)
+	}
 	key, err := loadKey(c, dbPath, logger)
 	if err != nil {
 		return cli.Exit(err.Error(), 2)

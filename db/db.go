@@ -147,7 +147,7 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	// Before the writer, which would write to an empty or foreign file.
-	check := refuseForeign
+	check := RefuseForeign
 	if opts.MustExist {
 		check = RequireDatabase
 	}

@@ -55,11 +55,12 @@ func (db *DB) recognize(ctx context.Context, path string, allowNew bool) error {
 	return err
 }
 
-// refuseForeign returns *NotPacerError when the file at path exists and is
+// RefuseForeign returns *NotPacerError when the file at path exists and is
 // another application's database, without writing to it (the writer would
 // turn it to WAL before migrate could look); a missing or empty file is
-// fine: Open creates the database.
-func refuseForeign(path string) error {
+// fine: Open creates the database. serve calls it before it creates a
+// credentials key beside the file.
+func RefuseForeign(path string) error {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}

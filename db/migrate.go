@@ -101,7 +101,7 @@ func recognize(ctx context.Context, tx *sql.Tx, path string) (version int, isNew
 	}
 	if version == 0 {
 		if objects > 0 {
-			return 0, false, &NotPacerError{Path: path, Why: fmt.Sprintf("it holds %d schema objects but no pacer schema version", objects)}
+			return 0, false, &NotPacerError{Path: path, Why: fmt.Sprintf("it holds tables or indexes (%d) but no pacer schema version", objects)}
 		}
 		return 0, true, nil
 	}
