@@ -17,6 +17,9 @@ import (
 type latenessConfig struct {
 	Rate    float64
 	Seconds float64
+	// KeyHeader, when set, is the pacer scopes' idempotency header (see
+	// createBenchScopes).
+	KeyHeader string
 }
 
 // ops is how many operations one lateness run sends.
@@ -135,7 +138,7 @@ func runPacerLateness(ctx context.Context, lc latenessConfig, workers int, provi
 		return r, err
 	}
 	defer p.stop()
-	if err := createBenchScopes(ctx, p.hc, p.base, provider); err != nil {
+	if err := createBenchScopes(ctx, p.hc, p.base, provider, lc.KeyHeader); err != nil {
 		return r, err
 	}
 

@@ -98,6 +98,7 @@ func main() {
 	var lc latenessConfig
 	flag.Float64Var(&lc.Rate, "lateness-rate", 500, "operations per second offered in the lateness runs (due times spread evenly)")
 	flag.Float64Var(&lc.Seconds, "lateness-seconds", 10, "seconds of due times in the lateness runs")
+	flag.StringVar(&lc.KeyHeader, "idempotency-header", "", "the pacer scopes' idempotency header (e.g. Idempotency-Key): their mutations then need no sync before they leave; empty: every claim batch is synced (design §11)")
 	flag.Parse()
 	if err := run(*n, *only, *workers, *timeout, *repo, lc); err != nil {
 		fmt.Fprintln(os.Stderr, "pacerbench:", err)
@@ -134,7 +135,7 @@ func run(n int, only string, workers int, timeout time.Duration, repo string, lc
 			r = runInChild(sys, n, workers, prov.url, tmp, timeout)
 		case "pacer":
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
-			r = runPacer(ctx, n, workers, prov.url, tmp, repo)
+			r = runPacer(ctx, n, workers, prov.url, tmp, repo, lc.KeyHeader)
 			cancel()
 		case "scale":
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)

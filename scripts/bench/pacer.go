@@ -27,15 +27,15 @@ var pacerPending = []string{"scheduled", "waitingForBudget", "running", "held"}
 // loopback port, enqueues n operations over 10 scopes through the batch API
 // and waits until none is pending. CPU and peak RSS are the pacer process's
 // own, over the window from the first enqueue to the last completion.
-func runPacer(ctx context.Context, n, workers int, provider, tmp, repo string) result {
-	r, err := runPacerErr(ctx, n, workers, provider, tmp, repo)
+func runPacer(ctx context.Context, n, workers int, provider, tmp, repo, keyHeader string) result {
+	r, err := runPacerErr(ctx, n, workers, provider, tmp, repo, keyHeader)
 	if err != nil {
 		r.Err = err.Error()
 	}
 	return r
 }
 
-func runPacerErr(ctx context.Context, n, workers int, provider, tmp, repo string) (result, error) {
+func runPacerErr(ctx context.Context, n, workers int, provider, tmp, repo, keyHeader string) (result, error) {
 	var r result
 	dir := filepath.Join(tmp, "pacer")
 	bin, err := buildPacer(ctx, repo, dir)
@@ -56,7 +56,7 @@ func runPacerErr(ctx context.Context, n, workers int, provider, tmp, repo string
 		return r, err
 	}
 	defer p.stop()
-	if err := createBenchScopes(ctx, p.hc, p.base, provider); err != nil {
+	if err := createBenchScopes(ctx, p.hc, p.base, provider, keyHeader); err != nil {
 		return r, err
 	}
 

@@ -10,10 +10,16 @@ import (
 )
 
 // createBenchScopes creates pacerScopes generic scopes "bench-0"… pointing
-// at provider, as the throughput run does.
-func createBenchScopes(ctx context.Context, hc *http.Client, base, provider string) error {
+// at provider, as the throughput run does. With keyHeader the scopes'
+// provider honours idempotency keys in that header, so their mutations'
+// claims need no sync to disk before they leave (design §11 "Durable
+// before it leaves"); without, every claim batch of mutations is synced.
+func createBenchScopes(ctx context.Context, hc *http.Client, base, provider, keyHeader string) error {
 	for i := range pacerScopes {
-		body := fmt.Sprintf(`{"provider":"generic","baseURL":%q,"maxConcurrent":64}`, provider)
+		body := fmt.Sprintf(`{"provider":"generic","baseURL":%q,"maxConcurrent":64,"idempotencyHeader":%q}`, provider, keyHeader)
+		if keyHeader == "" {
+			body = fmt.Sprintf(`{"provider":"generic","baseURL":%q,"maxConcurrent":64}`, provider)
+		}
 		if _, err := call(ctx, hc, http.MethodPut, fmt.Sprintf("%s/v1/scopes/bench-%d", base, i), body, http.StatusOK, http.StatusCreated); err != nil {
 			return fmt.Errorf("create scope: %w", err)
 		}
