@@ -117,10 +117,18 @@ func (db *DB) Enqueue(ctx context.Context, ops []scheduler.NewOperation, now tim
 	defer tx.Rollback()
 	scopes := map[string]scopeRef{} // by scope name
 	results := make([]scheduler.EnqueueResult, len(ops))
+	created := map[int64]int{} // row ID → index of a new operation's result
 	for i, op := range ops {
-		if results[i], err = enqueueOne(ctx, tx, op, now, scopes); err != nil {
+		var rowID int64
+		if results[i], rowID, err = enqueueOne(ctx, tx, op, now, scopes); err != nil {
 			return nil, fmt.Errorf("enqueue %s: %w", op.ID, err)
 		}
+		if results[i].Created {
+			created[rowID] = i
+		}
+	}
+	if err := readReported(ctx, tx, created, results); err != nil {
+		return nil, fmt.Errorf("enqueue: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("enqueue: %w", err)
@@ -158,10 +166,11 @@ func identityHolder(ctx context.Context, tx *sql.Tx, scopeID int64, op scheduler
 }
 
 // enqueueOne stores one operation; a rejection is its result's Err, not the
-// returned error. A new operation costs one INSERT and one look-up by row
-// ID: the stored operation is built from what was written, with the state
-// and times its scope gives it read back.
-func enqueueOne(ctx context.Context, tx *sql.Tx, op scheduler.NewOperation, now time.Time, scopes map[string]scopeRef) (scheduler.EnqueueResult, error) {
+// returned error. A new operation costs one INSERT: the stored operation is
+// built from what was written, and its row ID returned, so that the state
+// and times its scope gives it are read back for the whole batch at once
+// (readReported).
+func enqueueOne(ctx context.Context, tx *sql.Tx, op scheduler.NewOperation, now time.Time, scopes map[string]scopeRef) (scheduler.EnqueueResult, int64, error) {
 	scope, ok := scopes[op.Scope]
 	if !ok {
 		var (
@@ -173,25 +182,25 @@ func enqueueOne(ctx context.Context, tx *sql.Tx, op scheduler.NewOperation, now 
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
-			return scheduler.EnqueueResult{}, err
+			return scheduler.EnqueueResult{}, 0, err
 		default:
 			profile, err := decodeProfileSpec(spec)
 			if err != nil {
-				return scheduler.EnqueueResult{}, err
+				return scheduler.EnqueueResult{}, 0, err
 			}
 			scope.idem = scheduler.ScopeIdempotency(scope.provider, idemHeader, profile)
 		}
 		scopes[op.Scope] = scope
 	}
 	if scope.id == 0 {
-		return scheduler.EnqueueResult{Err: fmt.Errorf("%w: %s", scheduler.ErrUnknownScope, op.Scope)}, nil
+		return scheduler.EnqueueResult{Err: fmt.Errorf("%w: %s", scheduler.ErrUnknownScope, op.Scope)}, 0, nil
 	}
 
 	var headers sql.NullString
 	if len(op.Request.Headers) > 0 {
 		b, err := json.Marshal(op.Request.Headers)
 		if err != nil {
-			return scheduler.EnqueueResult{}, err
+			return scheduler.EnqueueResult{}, 0, err
 		}
 		headers = sql.NullString{String: string(b), Valid: true}
 	}
@@ -207,10 +216,10 @@ func enqueueOne(ctx context.Context, tx *sql.Tx, op scheduler.NewOperation, now 
 	if scope.idem.Applies(op.Request.Method) {
 		other, err := identityHolder(ctx, tx, scope.id, op, scope.idem.Retention, now)
 		if err != nil {
-			return scheduler.EnqueueResult{}, err
+			return scheduler.EnqueueResult{}, 0, err
 		}
 		if other != "" {
-			return scheduler.EnqueueResult{Err: fmt.Errorf("%w: operation %s of scope %s sends request identity %q as its idempotency key", scheduler.ErrIdentityInUse, other, op.Scope, op.RequestIdentity)}, nil
+			return scheduler.EnqueueResult{Err: fmt.Errorf("%w: operation %s of scope %s sends request identity %q as its idempotency key", scheduler.ErrIdentityInUse, other, op.Scope, op.RequestIdentity)}, 0, nil
 		}
 	}
 	var rowID int64
@@ -228,16 +237,16 @@ func enqueueOne(ctx context.Context, tx *sql.Tx, op scheduler.NewOperation, now 
 	case errors.Is(err, sql.ErrNoRows): // the operation ID exists
 		existing, err := findOperation(ctx, tx, op.ID)
 		if err != nil {
-			return scheduler.EnqueueResult{}, err
+			return scheduler.EnqueueResult{}, 0, err
 		}
 		if existing.ContentHash != op.ContentHash {
-			return scheduler.EnqueueResult{Err: fmt.Errorf("%w: operation %s exists with other content", scheduler.ErrConflict, op.ID)}, nil
+			return scheduler.EnqueueResult{Err: fmt.Errorf("%w: operation %s exists with other content", scheduler.ErrConflict, op.ID)}, 0, nil
 		}
-		return scheduler.EnqueueResult{Operation: existing.Operation}, nil
+		return scheduler.EnqueueResult{Operation: existing.Operation}, 0, nil
 	case isForeignKeyViolation(err):
-		return scheduler.EnqueueResult{Err: fmt.Errorf("%w: %s", scheduler.ErrUnknownScope, op.Scope)}, nil
+		return scheduler.EnqueueResult{Err: fmt.Errorf("%w: %s", scheduler.ErrUnknownScope, op.Scope)}, 0, nil
 	case err != nil:
-		return scheduler.EnqueueResult{}, err
+		return scheduler.EnqueueResult{}, 0, err
 	}
 	stored := func(t time.Time) time.Time { return fromMillis(millis(t)) }
 	created := scheduler.Operation{
@@ -251,21 +260,45 @@ func enqueueOne(ctx context.Context, tx *sql.Tx, op scheduler.NewOperation, now 
 	if headers.Valid {
 		created.Request.Headers = maps.Clone(op.Request.Headers)
 	}
-	// What the new operation reports depends on its scope (a pause, a
-	// spent budget, a hold): read it as every read path does.
-	var (
-		state     string
-		next      int64
-		blockedBy sql.NullString
-	)
-	err = tx.QueryRowContext(ctx, `SELECT `+opState+`, `+opNextAttemptAt+`, `+opBlockedBy+operationFrom+`WHERE o.id = ?`, rowID).
-		Scan(&state, &next, &blockedBy)
-	if err != nil {
-		return scheduler.EnqueueResult{}, fmt.Errorf("read the new operation's state: %w", err)
+	return scheduler.EnqueueResult{Operation: created, Created: true}, rowID, nil
+}
+
+// readReported sets, on the results of the new operations (row ID → index
+// in results), the state, next attempt time and blocked-by they report,
+// which depend on their scope (a pause, a spent budget, a hold): read as
+// every read path reads them, in one query for the whole batch.
+func readReported(ctx context.Context, tx *sql.Tx, created map[int64]int, results []scheduler.EnqueueResult) error {
+	if len(created) == 0 {
+		return nil
 	}
-	created.State, created.NextAttemptAt = scheduler.State(state), fromMillis(next)
-	created.BlockedBy = scheduler.BlockedBy(blockedBy.String)
-	return scheduler.EnqueueResult{Operation: created, Created: true}, nil
+	ids := make([]int64, 0, len(created))
+	for id := range created {
+		ids = append(ids, id)
+	}
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return err
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT o.id, `+opState+`, `+opNextAttemptAt+`, `+opBlockedBy+operationFrom+
+		`WHERE o.id IN (SELECT value FROM json_each(?))`, string(list))
+	if err != nil {
+		return fmt.Errorf("read the new operations' states: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id, next  int64
+			state     string
+			blockedBy sql.NullString
+		)
+		if err := rows.Scan(&id, &state, &next, &blockedBy); err != nil {
+			return fmt.Errorf("read the new operations' states: %w", err)
+		}
+		op := &results[created[id]].Operation
+		op.State, op.NextAttemptAt = scheduler.State(state), fromMillis(next)
+		op.BlockedBy = scheduler.BlockedBy(blockedBy.String)
+	}
+	return rows.Err()
 }
 
 // scopeRef is what an enqueue needs of a scope: its row ID (0 when no scope
