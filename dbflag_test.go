@@ -12,6 +12,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite"
+
+	"pacer/db"
 )
 
 // §11 "Operator commands never invent a database": every command but serve
@@ -144,5 +146,35 @@ func TestCommandsRefuseForeignDatabase(t *testing.T) {
 				t.Errorf("a key file was made beside another application's database: %v", err)
 			}
 		})
+	}
+}
+
+// A command given a link to the database uses the key beside the database
+// file itself: it makes no second key beside the link.
+func TestKeyFileFollowsTheDatabaseFile(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "pacer.db")
+	key, created, err := db.LoadOrCreateKeyFile(real + ".key")
+	if err != nil || !created {
+		t.Fatalf("make key: %v %v", created, err)
+	}
+	store, err := db.Open(real, db.Options{Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	alias := filepath.Join(t.TempDir(), "alias.db")
+	if err := os.Symlink(real, alias); err != nil {
+		t.Fatal(err)
+	}
+	r := runPacer(context.Background(), nil, "a long staff password\n", "users", "add", "--db", alias, "alice")
+	if r.code != 0 {
+		t.Fatalf("users add through a link: exit %d %s", r.code, r.msg)
+	}
+	if _, err := os.Stat(alias + ".key"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a second key file was made beside the link (%v)", err)
+	}
+	if got := runPacer(context.Background(), nil, "", "users", "list", "--db", real).ok(t); !strings.Contains(got, "alice") {
+		t.Errorf("users list on the file itself: %q, want alice", got)
 	}
 }

@@ -211,7 +211,7 @@ func loadKey(c *cli.Context, dbPath string, logger *slog.Logger) ([]byte, error)
 	}
 	path := c.String("secret-key-file")
 	if path == "" {
-		path = dbPath + ".key"
+		path = defaultKeyPath(dbPath)
 	}
 	key, created, err := db.LoadOrCreateKeyFile(path)
 	if err != nil {
@@ -222,6 +222,22 @@ func loadKey(c *cli.Context, dbPath string, logger *slog.Logger) ([]byte, error)
 		logger.Warn("created a new secret key file for scope credentials; back it up with the database", "file", abs)
 	}
 	return key, nil
+}
+
+// defaultKeyPath is where the credentials key of the database at dbPath
+// lives without --secret-key-file: beside the database file itself, so
+// that a link to it or another spelling of its path finds the same key
+// instead of making a second one; a key file already beside the name
+// given is kept.
+func defaultKeyPath(dbPath string) string {
+	given := dbPath + ".key"
+	if _, err := os.Stat(given); err == nil {
+		return given
+	}
+	if real, err := filepath.EvalSymlinks(dbPath); err == nil {
+		return real + ".key"
+	}
+	return given
 }
 
 // loopback reports whether addr listens only on a loopback address.
