@@ -28,7 +28,7 @@ func TestGoogleClassify(t *testing.T) {
 	}
 	tests := []signalCase{
 		// providers.md §8 Modern: RESOURCE_EXHAUSTED with RetryInfo.retryDelay (Duration). ErrorInfo
-		// metadata quota_limit names a per-project quota, as recorded in a Cloud KMS answer
+		// metadata quota_limit names a per-project quota, as in a Cloud KMS answer quoted in a Terraform log
 		// ("RATE_LIMIT_EXCEEDED", quota_limit "WriteRequestsPerMinutePerProject", consumer projects/…):
 		// the project's quota ⇒ every account (design §12).
 		{name: "429ProjectQuotaRetryInfo", ex: exchange{method: "POST", status: 429, body: modern(429, "RESOURCE_EXHAUSTED", "RATE_LIMIT_EXCEEDED", "WriteRequestsPerMinutePerProject", "30s")},
@@ -42,7 +42,7 @@ func TestGoogleClassify(t *testing.T) {
 		// A per-day project quota ⇒ every account, until the daily reset.
 		{name: "429DailyProjectQuota", ex: exchange{status: 429, body: modern(429, "RESOURCE_EXHAUSTED", "RATE_LIMIT_EXCEEDED", "defaultPerDayPerProject", "")},
 			want: want{class: providers.ClassRateLimited, reason: "daily-quota", shared: true, hintSrc: "google-daily-reset", hintAt: time.Date(2026, 9, 11, 8, 0, 0, 0, time.UTC)}},
-		// Recorded Sheets answer (r-lib/gargle test snapshot): RATE_LIMIT_EXCEEDED, quota_limit
+		// A recorded Sheets answer (an R Google client's test snapshot, "Client error: (429) RESOURCE_EXHAUSTED"): RATE_LIMIT_EXCEEDED, quota_limit
 		// ReadRequestsPerMinutePerUser, consumer projects/… ⇒ that account only, though the consumer is a project.
 		{name: "429PerUserQuota", ex: exchange{status: 429, body: modern(429, "RESOURCE_EXHAUSTED", "RATE_LIMIT_EXCEEDED", "ReadRequestsPerMinutePerUser", "20s")},
 			want: want{class: providers.ClassRateLimited, reason: "user-quota", hintSrc: "body error.details[].retryDelay", hintAt: now.Add(20 * time.Second)}},
