@@ -10,7 +10,14 @@ import (
 // (providers.md §1).
 const GitHubSecondaryWait = time.Minute
 
-// GitHub is the profile for the GitHub REST API (providers.md §1).
+// GitHub is the profile for the GitHub REST and GraphQL APIs
+// (providers.md §1).
+//
+// GraphQL reports rate limits inside a 200 (GitHub docs, "Rate limits and
+// query limits for the GraphQL API"): errors[].type RATE_LIMITED with
+// x-ratelimit-remaining 0 is the primary limit, any other RATE_LIMITED, or
+// an errors[].message naming a secondary rate limit, the secondary one;
+// both wait as the REST limits below do (design §12).
 //
 // 403 and 429 are rate limits iff x-ratelimit-remaining is 0, retry-after is
 // present, or the message mentions a rate limit (a 429 always is). A primary
@@ -47,8 +54,13 @@ func NewGitHub() *GitHub {
 	}
 	reset := fromHeader("X-Ratelimit-Reset", ResetEpochSeconds)
 	const note = "no usable retry-after or reset; GitHub asks to wait at least one minute"
+	// The waits of a primary and a secondary limit, whatever the status
+	// (REST 403/429, GraphQL 200).
+	primaryHints := []hinter{retryAfter(), reset, fixedHint{name: "github-default", wait: GitHubSecondaryWait, note: note}}
+	secondaryHints := []hinter{retryAfter(), whenHint{h: reset, cond: exhausted, when: "only when x-ratelimit-remaining is 0"},
+		fixedHint{name: "github-secondary-default", wait: GitHubSecondaryWait, note: note}}
 	t := table{
-		name: "github", title: "GitHub REST API", ref: "providers.md §1",
+		name: "github", title: "GitHub REST and GraphQL APIs", ref: "providers.md §1",
 		budgets: []budgetReader{headerBudget{names: budget, note: "per resource (x-ratelimit-resource: core, search, graphql, …)"}},
 		diag: func(r *reading) []string {
 			if res := r.header("X-Ratelimit-Resource"); res != "" {
@@ -71,9 +83,23 @@ func NewGitHub() *GitHub {
 	}
 	rules := []rule{
 		{
+			Signal: Signal{Status: "2xx", When: "GraphQL errors[].type RATE_LIMITED, x-ratelimit-remaining 0 and no secondary limit's message", Class: ClassRateLimited, Reason: "primary-rate-limit",
+				Note: "GraphQL answers a spent primary limit with 200 and an error; not a success"},
+			match: func(r *reading) bool { return githubGraphQLLimited(r) && exhausted(r) && !githubMessage(r).secondary() },
+			hints: primaryHints,
+		},
+		{
+			Signal: Signal{Status: "2xx", When: "GraphQL errors[].type RATE_LIMITED, or errors[].message a secondary rate limit's", Class: ClassRateLimited, Reason: "secondary-rate-limit",
+				Note: "GraphQL answers a secondary limit with 200 or 403; hammering on can get the integration banned"},
+			match: func(r *reading) bool {
+				return githubGraphQLLimited(r) || r.mentions(`"errors"`) && githubGraphQLErrors(r).secondary()
+			},
+			hints: secondaryHints,
+		},
+		{
 			Signal: Signal{Status: "403,429", When: "x-ratelimit-remaining is 0 and the message is not a secondary limit's", Class: ClassRateLimited, Reason: "primary-rate-limit"},
 			match:  func(r *reading) bool { return exhausted(r) && !githubMessage(r).secondary() },
-			hints:  []hinter{retryAfter(), reset, fixedHint{name: "github-default", wait: GitHubSecondaryWait, note: note}},
+			hints:  primaryHints,
 		},
 		{
 			Signal: Signal{Status: "403,429", When: "a 429, retry-after present, or the message mentions a (secondary) rate limit or abuse detection", Class: ClassRateLimited, Reason: "secondary-rate-limit",
@@ -81,8 +107,7 @@ func NewGitHub() *GitHub {
 			match: func(r *reading) bool {
 				return r.st == 429 || exhausted(r) || r.h.Get("Retry-After") != "" || githubMessage(r).mentionsRateLimit()
 			},
-			hints: []hinter{retryAfter(), whenHint{h: reset, cond: exhausted, when: "only when x-ratelimit-remaining is 0"},
-				fixedHint{name: "github-secondary-default", wait: GitHubSecondaryWait, note: note}},
+			hints: secondaryHints,
 		},
 		{
 			Signal: Signal{Status: "403", When: "not a rate limit", Class: ClassPermanent, Reason: "permission",
@@ -157,6 +182,21 @@ func (e githubError) has(code string) bool {
 		}
 	}
 	return false
+}
+
+// githubGraphQLLimited reports whether r is a GraphQL answer whose
+// errors[].type is RATE_LIMITED (GitHub docs, "Rate limits and query
+// limits for the GraphQL API": a spent limit "can also return 200").
+func githubGraphQLLimited(r *reading) bool {
+	return r.mentions("RATE_LIMITED") && r.fields().has("errors[].type", "RATE_LIMITED")
+}
+
+// githubGraphQLErrors is the wording of a GraphQL answer's errors[].message,
+// lower-cased. A 2xx is read only there, never in a top-level message: a
+// REST success (a commit, an issue) may carry any text.
+func githubGraphQLErrors(r *reading) githubError {
+	msgs := r.fields().get("errors[].message")
+	return githubError{text: strings.ToLower(strings.Join(msgs, "\n"))}
 }
 
 // githubMessage reads r's body tolerantly: a body that is not JSON (cut

@@ -16,7 +16,9 @@ func TestGitHubClassify(t *testing.T) {
 		in15Skew = "1789092300" // now + 15 min on a clock 10 min behind
 		primary  = `{"message":"API rate limit exceeded for user ID 1.","documentation_url":"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"}`
 		second   = `{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again.","documentation_url":"https://docs.github.com/free-pro-team@latest/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"}`
-		noAccess = `{"message":"Resource not accessible by integration","documentation_url":"https://docs.github.com/rest/issues/issues#create-an-issue","status":"403"}`
+		// The docs' GraphQL error shape (errors[].type RATE_LIMITED) with the wording of GitHub's primary limit message.
+		gqlLimited = `{"data":null,"errors":[{"type":"RATE_LIMITED","code":"graphql_rate_limit","message":"API rate limit exceeded for user ID 1."}]}`
+		noAccess   = `{"message":"Resource not accessible by integration","documentation_url":"https://docs.github.com/rest/issues/issues#create-an-issue","status":"403"}`
 	)
 	full := func(remaining, reset string) []string {
 		return []string{"Date", date, "X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", remaining, "X-RateLimit-Used", "1", "X-RateLimit-Reset", reset, "X-RateLimit-Resource", "core"}
@@ -63,6 +65,26 @@ func TestGitHubClassify(t *testing.T) {
 			want: want{class: providers.ClassRateLimited, reason: "secondary-rate-limit", hintSrc: "github-secondary-default", hintAt: now.Add(time.Minute)}},
 		{name: "429WithoutSignals", ex: exchange{status: 429},
 			want: want{class: providers.ClassRateLimited, hintSrc: "github-secondary-default", hintAt: now.Add(time.Minute)}},
+		// GitHub docs, "Rate limits and query limits for the GraphQL API" ("If you exceed your primary rate
+		// limit, the response status will still be 200 … x-ratelimit-remaining … 0"); the body is
+		// octokit/plugin-throttling.js test/retry.test.ts "GraphQL: Should retry 'rate-limit' and succeed".
+		{name: "GraphQLPrimary200", ex: exchange{method: "POST", status: 200, header: header(full("0", in15)...), body: gqlLimited},
+			want: want{class: providers.ClassRateLimited, reason: "primary-rate-limit", hintSrc: "x-ratelimit-reset", hintAt: now.Add(15 * time.Minute), budget: &providers.Budget{Remaining: 0, Limit: 5000, ResetAt: now.Add(15 * time.Minute)}}},
+		{name: "GraphQLPrimaryOctokitFixture", ex: exchange{method: "POST", status: 200, header: header("Date", date, "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", in15), body: `{"errors":[{"type":"RATE_LIMITED"}]}`},
+			want: want{class: providers.ClassRateLimited, reason: "primary-rate-limit", hintSrc: "x-ratelimit-reset", hintAt: now.Add(15 * time.Minute), budget: &providers.Budget{Remaining: 0, ResetAt: now.Add(15 * time.Minute)}}},
+		// Same page: a secondary limit answers 200 or 403; retry-after, else the reset when remaining is 0, else ≥1 min.
+		{name: "GraphQLSecondary200RetryAfter", ex: exchange{method: "POST", status: 200, header: header(append(full("4000", in15), "Retry-After", "30")...), body: gqlLimited},
+			want: want{class: providers.ClassRateLimited, reason: "secondary-rate-limit", hintSrc: "retry-after", hintAt: now.Add(30 * time.Second), budget: &providers.Budget{Remaining: 4000, Limit: 5000, ResetAt: now.Add(15 * time.Minute)}}},
+		{name: "GraphQLSecondary200Default", ex: exchange{method: "POST", status: 200, header: header(full("4000", in15)...), body: gqlLimited},
+			want: want{class: providers.ClassRateLimited, reason: "secondary-rate-limit", hintSrc: "github-secondary-default", hintAt: now.Add(time.Minute), budget: &providers.Budget{Remaining: 4000, Limit: 5000, ResetAt: now.Add(15 * time.Minute)}}},
+		{name: "GraphQLSecondaryMessage200", ex: exchange{method: "POST", status: 200, header: header(full("0", in15)...), body: `{"errors":[{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again."}]}`},
+			want: want{class: providers.ClassRateLimited, reason: "secondary-rate-limit", hintSrc: "x-ratelimit-reset", hintAt: now.Add(15 * time.Minute), budget: &providers.Budget{Remaining: 0, Limit: 5000, ResetAt: now.Add(15 * time.Minute)}}},
+		// octokit/plugin-throttling.js test/retry.test.ts "GraphQL: Should ignore other error types".
+		{name: "GraphQLOtherErrorType", ex: exchange{method: "POST", status: 200, header: header(full("4999", in15)...), body: `{"errors":[{"type":"HELLO_WORLD"}]}`},
+			want: want{class: providers.ClassSuccess, budget: &providers.Budget{Remaining: 4999, Limit: 5000, ResetAt: now.Add(15 * time.Minute)}}},
+		// A REST success whose text speaks of rate limits is still a success.
+		{name: "RESTCommitMentioningRateLimit", ex: exchange{status: 200, header: header(full("4999", in15)...), body: `{"sha":"abc","message":"Handle the secondary rate limit and RATE_LIMITED answers"}`},
+			want: want{class: providers.ClassSuccess, budget: &providers.Budget{Remaining: 4999, Limit: 5000, ResetAt: now.Add(15 * time.Minute)}}},
 		// providers.md §1 RL-403 vs permission-403: remaining > 0, no retry-after, no rate-limit message.
 		{name: "PermissionNotRateLimit", ex: exchange{method: "POST", status: 403, header: header(append(full("4990", in15), "X-Accepted-GitHub-Permissions", "issues=write")...), body: noAccess},
 			want: want{class: providers.ClassPermanent, reason: "permission", budget: &providers.Budget{Remaining: 4990, Limit: 5000, ResetAt: now.Add(15 * time.Minute)}, detail: "accepted permissions: issues=write"}},

@@ -5,7 +5,10 @@ package providers
 // 429 is rateLimited. The wait is Retry-After (seconds), else
 // X-RateLimit-Reset — ISO 8601 with minute precision (`2026-09-11T02:15Z`),
 // converted through Date and taken as the end of its minute — else the
-// Beta-RateLimit field's t. RateLimit-Reason says whose limit it is:
+// Beta-RateLimit field's t. Atlassian computes that reset as the request
+// time plus Retry-After, so with Retry-After the budget's reset is
+// Retry-After's time too: a spent budget pauses the scope no longer than
+// Retry-After asks. RateLimit-Reason says whose limit it is:
 // jira-quota-global-based is the app's across every site (Shared: every
 // scope of the group pauses); jira-quota-tenant-based (hourly points),
 // jira-burst-based (site × endpoint × method; reportedly shared by all apps
@@ -24,12 +27,14 @@ func NewJira() *Jira {
 	reason := func(v string) func(r *reading) bool {
 		return func(r *reading) bool { return headerIs(r.h, "Ratelimit-Reason", v) }
 	}
+	xBudget := headerBudget{names: BudgetHeaders{Limit: "X-Ratelimit-Limit", Remaining: "X-Ratelimit-Remaining", Reset: "X-Ratelimit-Reset", ResetForm: ResetISO8601}}
+	xSource := xBudget.source()
+	xSource.Note = "reset: Retry-After when sent (Atlassian: X-RateLimit-Reset is the request time plus Retry-After, to the minute); else x-ratelimit-reset in ISO 8601, minute precision, the end of the minute taken"
 	t := table{
 		name: "jira", title: "Atlassian Jira Cloud", ref: "providers.md §9",
 		rateHints: []hinter{retryAfter(), fromHeader("X-Ratelimit-Reset", ResetISO8601), ietfHint{field: "Beta-Ratelimit", policy: "Beta-Ratelimit-Policy"}},
 		budgets: []budgetReader{
-			headerBudget{names: BudgetHeaders{Limit: "X-Ratelimit-Limit", Remaining: "X-Ratelimit-Remaining", Reset: "X-Ratelimit-Reset", ResetForm: ResetISO8601},
-				note: "reset in ISO 8601 with minute precision (up to 59 s early: the end of the minute is taken)"},
+			funcBudget{desc: xSource, fn: func(r *reading) *Budget { return jiraBudget(xBudget, r) }},
 			ietfBudget{field: "Beta-Ratelimit", policy: "Beta-Ratelimit-Policy"},
 		},
 		diag: func(r *reading) []string {
@@ -77,4 +82,20 @@ func NewJira() *Jira {
 		noKeysServerError("5xx", "server-error", "Jira honours no idempotency keys; a 5xx may come after the write landed"),
 	}
 	return &Jira{newTable(t, rules)}
+}
+
+// jiraBudget reads the X-RateLimit budget, whose reset is Retry-After's time
+// when Retry-After is usable: Atlassian computes X-RateLimit-Reset as "the
+// request timestamp plus the Retry-After period" and writes it to the
+// minute, so the end of that minute could pause the scope up to 59 s past
+// what Retry-After asks (providers.md §0: Retry-After ranks first).
+func jiraBudget(x headerBudget, r *reading) *Budget {
+	b := x.read(r)
+	if b == nil {
+		return nil
+	}
+	if h := retryAfter().hint(r); h.Usable() {
+		b.ResetAt = h.At
+	}
+	return b
 }

@@ -30,6 +30,16 @@ func TestJiraClassify(t *testing.T) {
 		// providers.md §9 RL: X-RateLimit-Reset is ISO 8601 with minute precision: the end of the minute.
 		{name: "429ISOResetMinute", ex: exchange{status: 429, header: header("Date", date, "RateLimit-Reason", "jira-quota-tenant-based", "X-RateLimit-Limit", "100", "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "2026-09-11T02:05Z")},
 			want: want{class: providers.ClassRateLimited, reason: "tenant-quota", hintSrc: "x-ratelimit-reset", hintAt: now.Add(6 * time.Minute), note: "minute precision", budget: &providers.Budget{Remaining: 0, Limit: 100, ResetAt: now.Add(6 * time.Minute)}}},
+		// developer.atlassian.com/cloud/jira/platform/rate-limiting: X-RateLimit-Reset is "calculated as the
+		// request timestamp plus the Retry-After period", in yyyy-MM-ddTHH:mmZ; Retry-After ranks first
+		// (providers.md §0). 02:00:00 + 2 s is written 02:00Z: the hint and the budget's reset (what a
+		// spent budget pauses the scope until) are +2 s, not the end of the minute (+60 s).
+		{name: "429RetryAfterOverMinuteReset", ex: exchange{method: "POST", status: 429, header: header("Date", date, "Retry-After", "2", "X-RateLimit-Limit", "100", "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "2026-09-11T02:00Z")},
+			want: want{class: providers.ClassRateLimited, reason: "rate-limit", hintSrc: "retry-after", hintAt: now.Add(2 * time.Second), budget: &providers.Budget{Remaining: 0, Limit: 100, ResetAt: now.Add(2 * time.Second)}}},
+		{name: "200RetryAfterlessReset", ex: exchange{status: 200, header: header("Date", date, "X-RateLimit-Limit", "100", "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "2026-09-11T02:00Z")},
+			want: want{class: providers.ClassSuccess, budget: &providers.Budget{Remaining: 0, Limit: 100, ResetAt: now.Add(time.Minute)}}},
+		{name: "429BadRetryAfterKeepsReset", ex: exchange{status: 429, header: header("Date", date, "Retry-After", "soon", "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "2026-09-11T02:00Z")},
+			want: want{class: providers.ClassRateLimited, reason: "rate-limit", hintSrc: "x-ratelimit-reset", hintAt: now.Add(time.Minute), note: "minute precision", budget: &providers.Budget{Remaining: 0, ResetAt: now.Add(time.Minute)}}},
 		// design §6 skew: converted through Date.
 		{name: "429ISOResetSkew", ex: exchange{status: 429, header: header("Date", behind, "X-RateLimit-Reset", "2026-09-11T01:55Z")},
 			want: want{class: providers.ClassRateLimited, reason: "rate-limit", hintSrc: "x-ratelimit-reset", hintAt: now.Add(6 * time.Minute)}},

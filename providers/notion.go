@@ -16,7 +16,8 @@ import (
 // is authRevoked; 403 restricted_resource, 404 object_not_found (also a
 // page not shared with the integration) and 400 validation_error,
 // invalid_json, invalid_request(_url), missing_version are permanent; 409
-// conflict_error is transient. 503 is transient; other 5xx an unknown
+// row_limit_exceeded is permanent (issue 12; not in Notion's status-codes
+// table (verify)), any other 409 (conflict_error) transient. 503 is transient; other 5xx an unknown
 // outcome for a mutation (no idempotency keys).
 type Notion struct{ *table }
 
@@ -54,7 +55,14 @@ func NewNotion() *Notion {
 		{Signal: Signal{Status: "404", Class: ClassPermanent, Reason: "object-not-found", Note: "also a page not shared with the integration"}},
 		{Signal: Signal{Status: "400", Class: ClassPermanent, Reason: "validation-error | invalid-json | invalid-request-url | invalid-request | missing-version | bad-request"},
 			reasonOf: codeReason("bad-request")},
-		{Signal: Signal{Status: "409", Class: ClassTransient, Reason: "conflict-error", Note: "a conflicting concurrent edit: retryable"}},
+		{
+			Signal: Signal{Status: "409", When: "code row_limit_exceeded", Class: ClassPermanent, Reason: "row-limit-exceeded",
+				Note: "the database holds all the rows it may: resending adds none", Verify: true},
+			match: func(r *reading) bool {
+				return r.mentions("row_limit_exceeded") && r.fields().has("code", "row_limit_exceeded")
+			},
+		},
+		{Signal: Signal{Status: "409", Class: ClassTransient, Reason: "conflict-error", Note: "conflict_error, a conflicting concurrent edit: retryable"}},
 		{Signal: Signal{Status: "503", Class: ClassTransient, Reason: "unavailable"}},
 		noKeysServerError("5xx", "server-error", "Notion honours no idempotency keys; a 5xx may come after the write landed"),
 	}

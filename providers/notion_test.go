@@ -32,6 +32,8 @@ func TestNotionClassify(t *testing.T) {
 		{name: "400MissingVersion", ex: exchange{status: 400, body: notionErr(400, "missing_version")}, want: want{class: providers.ClassPermanent, reason: "missing-version"}},
 		// providers.md §12 TR: 409 conflict_error, 5xx.
 		{name: "409Conflict", ex: exchange{method: "PATCH", status: 409, body: notionErr(409, "conflict_error")}, want: want{class: providers.ClassTransient, reason: "conflict-error"}},
+		// Issue 12 (the SDK-driven review): 409 row_limit_exceeded is permanent, not a conflict to retry.
+		{name: "409RowLimitExceeded", ex: exchange{method: "POST", status: 409, body: notionErr(409, "row_limit_exceeded")}, want: want{class: providers.ClassPermanent, reason: "row-limit-exceeded"}},
 		{name: "503", ex: exchange{method: "POST", status: 503, body: notionErr(503, "service_unavailable")}, want: want{class: providers.ClassTransient, reason: "unavailable"}},
 		{name: "500Write", ex: exchange{method: "POST", status: 500, body: notionErr(500, "internal_server_error")}, want: want{class: providers.ClassUnknownOutcome, reason: "server-error"}},
 		{name: "504Read", ex: exchange{status: 504, body: notionErr(504, "gateway_timeout")}, want: want{class: providers.ClassTransient, reason: "server-error"}},

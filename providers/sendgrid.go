@@ -1,11 +1,15 @@
 package providers
 
+import "strings"
+
 // SendGrid is the profile for the SendGrid v3 API (providers.md §15).
 //
 // 429 (`errors[{message: "too many requests"}]`) is rateLimited, waiting
 // for X-RateLimit-Reset (epoch seconds, converted through Date);
 // X-RateLimit-Limit/-Remaining give the budget, per endpoint (the numbers
-// are unpublished). 401 is authRevoked, 403 (a key lacking a scope) and
+// are unpublished). A 403 whose errors[].message is "Too many bad
+// requests. Temporary block" (SendGrid's error docs) is rateLimited, the
+// same waits. 401 is authRevoked, any other 403 (a key lacking a scope) and
 // 400 (`errors[{field, message}]`) permanent. mail/send's 202 means queued,
 // not delivered: success. SendGrid honours no idempotency keys, so a 5xx
 // (other than 503) on a send is an unknown outcome: a resend may mail
@@ -28,6 +32,18 @@ func NewSendGrid() *SendGrid {
 	rules := []rule{
 		{Signal: Signal{Status: "429", Class: ClassRateLimited, Reason: "rate-limit", Note: `errors[{message: "too many requests"}]`}},
 		{Signal: Signal{Status: "202", Class: ClassSuccess, Note: "mail/send: queued, not delivered"}},
+		{
+			Signal: Signal{Status: "403", When: `errors[].message "Too many bad requests. Temporary block"`, Class: ClassRateLimited, Reason: "temporary-block",
+				Note: "SendGrid blocks a sender of many bad requests for a while: rate limited, by its body"},
+			match: func(r *reading) bool {
+				for _, m := range r.fields().get("errors[].message") {
+					if strings.Contains(strings.ToLower(m), "temporary block") {
+						return true
+					}
+				}
+				return false
+			},
+		},
 		{Signal: Signal{Status: "403", Class: ClassPermanent, Reason: "missing-scope", Note: "the API key lacks a scope"}},
 		{Signal: Signal{Status: "503", Class: ClassTransient, Reason: "unavailable"}},
 		noKeysServerError("5xx", "server-error", "SendGrid honours no idempotency keys; a resent send may mail twice"),

@@ -23,6 +23,12 @@ func TestSendGridClassify(t *testing.T) {
 		// providers.md §15 AUTH / PERM.
 		{name: "401", ex: exchange{status: 401, body: `{"errors":[{"field":null,"message":"authorization required"}]}`}, want: want{class: providers.ClassAuthRevoked, reason: "unauthorized"}},
 		{name: "403MissingScope", ex: exchange{method: "POST", status: 403, body: `{"errors":[{"field":null,"message":"access forbidden"}]}`}, want: want{class: providers.ClassPermanent, reason: "missing-scope"}},
+		// SendGrid v3 API error docs (twilio.com/docs/sendgrid/api-reference/how-to-use-the-sendgrid-v3-api/errors):
+		// 403 "Too many bad requests. Temporary block" is a temporary block, by its body, not a missing scope.
+		{name: "403TemporaryBlock", ex: exchange{method: "POST", status: 403, header: header(budget("0")...), body: `{"errors":[{"field":null,"message":"Too many bad requests. Temporary block."}]}`},
+			want: want{class: providers.ClassRateLimited, reason: "temporary-block", hintSrc: "x-ratelimit-reset", hintAt: now.Add(time.Minute), budget: &providers.Budget{Remaining: 0, Limit: 600, ResetAt: now.Add(time.Minute)}}},
+		{name: "403TemporaryBlockNoHint", ex: exchange{method: "POST", status: 403, body: `{"errors":[{"message":"Too many bad requests. Temporary block"}]}`},
+			want: want{class: providers.ClassRateLimited, reason: "temporary-block"}},
 		{name: "400", ex: exchange{method: "POST", status: 400, body: `{"errors":[{"field":"from.email","message":"The from email does not contain a valid address."}]}`},
 			want: want{class: providers.ClassPermanent, reason: "bad-request"}},
 		// providers.md §15: no idempotency ⇒ a retried send after a 5xx may duplicate (UNK).

@@ -25,6 +25,7 @@ const ShopifyGraphQLWait = time.Second
 // REST: 429 with Retry-After (seconds, possibly fractional) is rateLimited;
 // X-Shopify-Shop-Api-Call-Limit ("used/limit") gives the budget. GraphQL:
 // errors[].extensions.code THROTTLED, usually at HTTP 200, is rateLimited
+// (so is the older shape, errors[].message "Throttled" without a code)
 // with a wait of (requestedQueryCost − currentlyAvailable) ÷ restoreRate
 // seconds from extensions.cost; the throttle status is the budget, in cost
 // points. Mutations report userErrors[] at 200: permanent.
@@ -84,9 +85,11 @@ func NewShopify() *Shopify {
 	}
 	rules := []rule{
 		{
-			Signal: Signal{Status: "any", When: "errors[].extensions.code THROTTLED (usually at 200)", Class: ClassRateLimited, Reason: "graphql-throttled"},
-			match:  gqlCode("THROTTLED"),
-			hints:  []hinter{retryAfter(), shopifyCostHint(), fixedHint{name: "shopify-graphql-default", wait: ShopifyGraphQLWait, note: "no usable cost figures; Shopify's client retries after 1 s"}},
+			Signal: Signal{Status: "any", When: `errors[].extensions.code THROTTLED, or errors[].message "Throttled" (the older shape, without a code), usually at 200`, Class: ClassRateLimited, Reason: "graphql-throttled"},
+			match: func(r *reading) bool {
+				return gqlCode("THROTTLED")(r) || r.mentions(`"errors"`) && shopifyThrottledMessage(r.fields())
+			},
+			hints: []hinter{retryAfter(), shopifyCostHint(), fixedHint{name: "shopify-graphql-default", wait: ShopifyGraphQLWait, note: "no usable cost figures; Shopify's client retries after 1 s"}},
 		},
 		{
 			Signal: Signal{Status: "any", When: "errors[].extensions.code MAX_COST_EXCEEDED", Class: ClassPermanent, Reason: "max-cost-exceeded",
@@ -142,6 +145,18 @@ func NewShopify() *Shopify {
 		noKeysServerError("5xx", "server-error", "Shopify honours no idempotency header; a 5xx may come after the write landed"),
 	}
 	return &Shopify{newTable(t, rules)}
+}
+
+// shopifyThrottledMessage reports whether an errors[].message is
+// "Throttled": the older GraphQL throttle answer, which carries no
+// extensions.code (design §12).
+func shopifyThrottledMessage(f *bodyFields) bool {
+	for _, m := range f.get("errors[].message") {
+		if strings.EqualFold(strings.TrimSpace(m), "Throttled") {
+			return true
+		}
+	}
+	return false
 }
 
 // shopifyFigure reads a non-negative, finite cost figure.

@@ -45,6 +45,13 @@ func TestShopifyClassify(t *testing.T) {
 			want: want{class: providers.ClassRateLimited, reason: "graphql-throttled", hintSrc: "shopify-graphql-default", hintAt: now.Add(time.Second), budget: &providers.Budget{Remaining: 0, Limit: 1000}, detail: "restoreRate is 0"}},
 		{name: "GraphQLThrottledCutOff", ex: exchange{method: "POST", status: 200, body: `{"errors":[{"message":"Throttled","extensions":{"code":"THROTTLED"}}],"extensions":{"cost":{"requestedQueryCost":60,"actualQueryCost":null,"throttleStatus":{"maximumAvailable":1000.0,"currentlyAvailable":10,"restoreRate":50.0,"tru`},
 			want: want{class: providers.ClassRateLimited, reason: "graphql-throttled", hintSrc: "shopify-graphql-cost", hintAt: now.Add(time.Second), budget: &providers.Budget{Remaining: 10, Limit: 1000}}},
+		// design §12 / issue 12: the older throttle answer, errors[{message: "Throttled"}] without
+		// extensions.code (SatelCreative/spylib's Shopify constants: "Not all provide the `code`
+		// parameter"); the cost figures say the same: (202 − 173) ÷ 50 = 0.58 s.
+		{name: "GraphQLThrottledOldShape", ex: exchange{method: "POST", status: 200, body: `{"errors":[{"message":"Throttled"}],` + cost("202", "173", "50") + `}`},
+			want: want{class: providers.ClassRateLimited, reason: "graphql-throttled", hintSrc: "shopify-graphql-cost", hintAt: now.Add(580 * time.Millisecond), budget: &providers.Budget{Remaining: 173, Limit: 1000}}},
+		{name: "GraphQLThrottledOldShapeNoCost", ex: exchange{method: "POST", status: 200, body: `{"errors":[{"message":"Throttled"}]}`},
+			want: want{class: providers.ClassRateLimited, reason: "graphql-throttled", hintSrc: "shopify-graphql-default", hintAt: now.Add(time.Second)}},
 		{name: "GraphQLMaxCostExceeded", ex: exchange{method: "POST", status: 200, body: gqlError("MAX_COST_EXCEEDED")},
 			want: want{class: providers.ClassPermanent, reason: "max-cost-exceeded"}},
 		// providers.md §3 PERM: GraphQL mutations report userErrors[] at 200.
