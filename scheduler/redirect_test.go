@@ -232,7 +232,13 @@ func TestRedirectChainSharesOneDeadline(t *testing.T) {
 	claimed := h.op("r")
 	waitFor(t, hung.Load)
 	h.clock.Add(5 * time.Second) // 20 s since the claim: the one deadline
-	h.engine.Wait()
+	done := make(chan struct{})
+	go func() { h.engine.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second): // real time: the deadline, not the transport's own timeout, must end it
+		t.Fatal("the followed request did not end at the chain's deadline")
+	}
 	h.wantState("r", scheduler.StateScheduled)
 	att := h.lastAttempt("r")
 	if !att.FinishedAt.Equal(t0.Add(20*time.Second)) || !att.FinishedAt.Before(claimed.LeaseExpiresAt) {
