@@ -101,7 +101,7 @@ func redirectRule(resp *http.Response, kind Kind, method string, body []byte, cu
 			"%d after %s, pointing to %s: not followed (a client may turn a %d into a GET, RFC 9110 §15.4) and not proof that nothing was applied (post-redirect-get)",
 			st, method, orNone(shown), st)
 	case raw == "" || locErr != nil || loc.Host == "" || (loc.Scheme != "http" && loc.Scheme != "https"):
-		return stop(providers.ClassPermanent, "redirect-without-location", "%d after %s without a usable Location (%q)", st, method, cutText(raw, 128))
+		return stop(providers.ClassPermanent, "redirect-without-location", "%d after %s without a usable Location (%q)", st, method, showRaw(raw))
 	case originOf(loc) != origin:
 		return stop(providers.ClassPermanent, "redirect-other-origin",
 			"%d after %s points to another origin: %s (the scope's origin is %s); pacer does not follow it, so the scope's credentials stay on its origin",
@@ -161,6 +161,20 @@ func cutText(s string, n int) string {
 	return providers.Cut(s, n) + "…"
 }
 
+// showRaw is a Location that could not be used, for a diagnostic: cut
+// before its query or fragment, and not shown at all if it may carry user
+// information (an "@"), since those may carry secrets.
+func showRaw(raw string) string {
+	if strings.Contains(raw, "@") {
+		return "…"
+	}
+	if i := strings.IndexAny(raw, "?#"); i >= 0 {
+		raw = raw[:i] + "…"
+	}
+	return cutText(raw, 128)
+}
+
+// orNone is s, or a note that there was no usable Location.
 func orNone(s string) string {
 	if s == "" {
 		return "(no usable Location)"

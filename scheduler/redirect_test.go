@@ -248,3 +248,28 @@ func TestRedirectChainSharesOneDeadline(t *testing.T) {
 		t.Errorf("diagnostic %q", att.Detail)
 	}
 }
+
+// A redirect without a usable Location fails the attempt and does not echo
+// what may be a secret in it.
+func TestRedirectWithoutLocation(t *testing.T) {
+	h := setup(t, scheduler.EngineConfig{})
+	prov := newProvider(t, h.clock)
+	h.scope("a", prov.URL, "", 4)
+	prov.script("/none", answer{status: 307})
+	prov.script("/ftp", answer{status: 308, headers: map[string]string{"Location": "ftp://files.example/x?sig=sekrit"}})
+	prov.script("/user", answer{status: 308, headers: map[string]string{"Location": "ftp://bob:sekrit@files.example/x"}})
+	for _, id := range []string{"none", "ftp", "user"} {
+		h.enqueue(scheduler.OperationInput{ID: id, Scope: "a", Method: "PUT", Path: "/" + id, Body: []byte(`{}`), ContentType: "application/json"})
+	}
+	h.runAll()
+	for _, id := range []string{"none", "ftp", "user"} {
+		h.wantState(id, scheduler.StateFailed)
+		att := h.lastAttempt(id)
+		if att.Reason != "redirect-without-location" || strings.Contains(att.Detail, "sekrit") {
+			t.Errorf("%s: reason %q detail %q", id, att.Reason, att.Detail)
+		}
+	}
+	if d := h.lastAttempt("ftp").Detail; !strings.Contains(d, "ftp://files.example/x") {
+		t.Errorf("ftp detail %q does not say where it pointed", d)
+	}
+}
