@@ -41,7 +41,8 @@ func (h *harness) lastAttempt(id string) scheduler.Attempt {
 // 303 after a mutation is a success (not fetched); a 301/302 after a
 // mutation is held as an unknown outcome; nothing is followed to another
 // origin, which is never contacted (so never sees the credentials), and
-// the failure names the Location without its query's values.
+// the failure names the Location without its user information or query
+// values.
 func TestRedirectMatrix(t *testing.T) {
 	h := setup(t, scheduler.EngineConfig{})
 	prov := newProvider(t, h.clock)
@@ -67,7 +68,7 @@ func TestRedirectMatrix(t *testing.T) {
 				c := tcase{id: id, from: "/from/" + id, to: "/to/" + id, status: st, kind: k.kind, method: k.method, otherOrigin: oo}
 				loc := c.to // relative: resolved against the current URL
 				if oo {
-					loc = other.URL + c.to + "?token=sekrit-token"
+					loc = "http://bob:sekrit-pw@" + strings.TrimPrefix(other.URL, "http://") + c.to + "?token=sekrit-token"
 				}
 				prov.script(c.from, answer{status: st, headers: map[string]string{"Location": loc}, body: "moved"})
 				prov.script(c.to, answer{status: 200, body: `{"at":"` + c.to + `"}`})
@@ -105,7 +106,7 @@ func TestRedirectMatrix(t *testing.T) {
 					t.Errorf("failure does not name %s: %q", want, att.Detail)
 				}
 				if strings.Contains(att.Detail, "sekrit") {
-					t.Errorf("the Location's query value is in the diagnostic: %q", att.Detail)
+					t.Errorf("the Location's user information or query value is in the diagnostic: %q", att.Detail)
 				}
 			case !mutation || c.status == 307 || c.status == 308:
 				// Followed within the origin.
