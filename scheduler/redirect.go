@@ -109,6 +109,9 @@ func redirectRule(resp *http.Response, kind Kind, method string, body []byte, cu
 	case followed >= maxRedirects:
 		return stop(providers.ClassPermanent, "redirect-limit", "%d after %s to %s: more than %d redirects (a loop?); not followed", st, method, shown, maxRedirects)
 	}
+	// User information in a Location is not pacer's to send: the request
+	// carries the scope's credentials only.
+	loc.User = nil
 	next := redirectStep{follow: true, next: loc, method: method, body: body}
 	if st == http.StatusSeeOther && method != http.MethodHead {
 		next.method, next.body = http.MethodGet, nil

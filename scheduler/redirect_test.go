@@ -187,6 +187,7 @@ func TestRedirectHopLimit(t *testing.T) {
 	}
 	prov.script("/chain/h5", answer{status: 200, body: "end"})
 	prov.script("/loop", answer{status: 302, headers: map[string]string{"Location": "/loop"}})
+
 	h.enqueue(scheduler.OperationInput{ID: "chain", Scope: "a", Method: "GET", Path: "/chain/h0"})
 	h.enqueue(scheduler.OperationInput{ID: "loop", Scope: "a", Method: "GET", Path: "/loop"})
 	h.runAll()
@@ -272,5 +273,26 @@ func TestRedirectWithoutLocation(t *testing.T) {
 	}
 	if d := h.lastAttempt("ftp").Detail; !strings.Contains(d, "ftp://files.example/x") {
 		t.Errorf("ftp detail %q does not say where it pointed", d)
+	}
+}
+
+// User information in a same-origin Location is not sent: the followed
+// request carries the scope's credentials only (here a custom header, so
+// net/http would otherwise add Basic auth from the URL).
+func TestRedirectDropsLocationUserinfo(t *testing.T) {
+	h := setup(t, scheduler.EngineConfig{})
+	prov := newProvider(t, h.clock)
+	if _, _, err := h.svc.PutScope(context.Background(), scheduler.ScopeInput{
+		Name: "hdr", Provider: "generic", BaseURL: prov.URL, MaxConcurrent: 1,
+		Credentials: scheduler.Credentials{Type: scheduler.CredentialHeader, Name: "X-Api-Key", Value: "secret-hdr"},
+	}, "test"); err != nil {
+		t.Fatal(err)
+	}
+	prov.script("/a", answer{status: 302, headers: map[string]string{"Location": "http://eve:pw@" + strings.TrimPrefix(prov.URL, "http://") + "/b"}})
+	h.enqueue(scheduler.OperationInput{ID: "r", Scope: "hdr", Method: "GET", Path: "/a"})
+	h.runAll()
+	h.wantState("r", scheduler.StateSucceeded)
+	if bs := prov.requests("/b"); len(bs) != 1 || bs[0].auth != "" {
+		t.Errorf("followed request %+v: want one, without an Authorization header", bs)
 	}
 }
