@@ -107,8 +107,8 @@ func send(ctx context.Context, client *http.Client, c Claim, profile providers.P
 }
 
 // buildRequest is one request of c's attempt: method and body to target,
-// with the operation's headers, contentType if any, its request identity where the profile
-// sends one for method, and the scope's credentials. Only targets on the
+// with the operation's headers, contentType if any, its request identity
+// where the profile sends one for method, and the scope's credentials. Only targets on the
 // scope's origin are ever built (redirectRule follows no other), so the
 // credentials never leave it.
 func buildRequest(ctx context.Context, c Claim, profile providers.Profile, target *url.URL, method string, payload []byte, contentType, userAgent string) (*http.Request, error) {
