@@ -103,7 +103,6 @@ func (c *EngineConfig) applyDefaults() error {
 				ResponseHeaderTimeout: c.RequestTimeout,
 				ForceAttemptHTTP2:     true,
 			},
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		}
 	}
 	if c.Logger == nil {
@@ -478,7 +477,7 @@ func (e *Engine) work(c Claim) {
 	cancel()
 	now := e.clock.Now().UTC().Truncate(time.Millisecond)
 	sr.exchange.Now = now
-	out := profile.Classify(sr.exchange)
+	out := sr.redirects.settle(profile.Classify(sr.exchange), red)
 	e.cfg.Observer.ObserveAttempt(c.Scope.Provider, out.Class, now.Sub(started))
 	if e.sendCtx.Err() != nil && sr.exchange.Err != nil {
 		out.Reason = "interrupted"

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -19,16 +20,24 @@ const classifyBodyLimit = 64 << 10
 
 // sendResult is what one send produced.
 type sendResult struct {
-	exchange providers.Exchange
-	result   *Result
+	exchange  providers.Exchange
+	result    *Result
+	redirects redirects
 }
+
+// useLastResponse keeps net/http from following redirects: the sender
+// follows them itself (redirectRule), with pacer's rules for bodies,
+// identity and credentials.
+func useLastResponse(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // send performs one attempt of c over client and reads the answer. It never
 // returns an error: transport failures are part of the exchange, with
-// Written telling whether any of the request may have left. Everything the
-// provider said (headers, body, a transport error's text) goes through red
-// before anything reads or cuts it: the profile, its diagnostics and the
-// stored result only ever see the redacted answer.
+// Written telling whether any of the request may have left. Redirects are
+// followed here, within the scope's origin, by redirectRule (design §12),
+// all under ctx's one deadline; the profile classifies only the final
+// answer. Everything the provider said (headers, body, a transport error's
+// text) goes through red before anything reads or cuts it: the profile, its
+// diagnostics and the stored result only ever see the redacted answer.
 func send(ctx context.Context, client *http.Client, c Claim, profile providers.Profile, red *redactor, resultLimit int, userAgent string) sendResult {
 	op, sc := c.Operation, c.Scope
 	ex := providers.Exchange{Method: op.Request.Method, Mutation: op.Kind == KindMutation}
@@ -38,33 +47,42 @@ func send(ctx context.Context, client *http.Client, c Claim, profile providers.P
 		WroteRequest:     func(httptrace.WroteRequestInfo) { written.Store(true) },
 	}
 	ctx = httptrace.WithClientTrace(ctx, trace)
-	var body io.Reader
-	if len(op.Request.Body) > 0 {
-		body = bytes.NewReader(op.Request.Body)
-	}
-	req, err := http.NewRequestWithContext(ctx, op.Request.Method, sc.BaseURL+op.Request.Path, body)
+	target, err := url.Parse(sc.BaseURL + op.Request.Path)
 	if err != nil {
 		ex.Err = fmt.Errorf("build request: %w", err)
 		return sendResult{exchange: ex}
 	}
-	for k, v := range op.Request.Headers {
-		req.Header.Set(k, v)
-	}
-	if op.Request.ContentType != "" {
-		req.Header.Set("Content-Type", op.Request.ContentType)
-	}
-	req.Header.Set("User-Agent", userAgent)
-	if idem := profile.Idempotency(); idem.Applies(op.Request.Method) {
-		req.Header.Set(idem.Header, op.RequestIdentity)
-		ex.IdempotencyKeySent = true
-	}
-	authorize(req, sc.Credentials)
-
-	resp, err := client.Do(req)
-	if err != nil {
-		ex.Err = red.Error(err)
-		ex.Written = written.Load()
-		return sendResult{exchange: ex}
+	origin := originOf(target)
+	cl := *client
+	cl.CheckRedirect = useLastResponse
+	var rd redirects
+	method, payload, ctype := op.Request.Method, op.Request.Body, op.Request.ContentType
+	var resp *http.Response
+	for {
+		req, err := buildRequest(ctx, c, profile, target, method, payload, ctype, userAgent)
+		if err != nil {
+			ex.Err = fmt.Errorf("build request: %w", err)
+			return sendResult{exchange: ex, redirects: rd}
+		}
+		ex.Method, ex.IdempotencyKeySent = method, profile.Idempotency().Applies(method)
+		written.Store(false)
+		resp, err = cl.Do(req)
+		if err != nil {
+			ex.Err = red.Error(err)
+			ex.Written = written.Load()
+			return sendResult{exchange: ex, redirects: rd}
+		}
+		step := redirectRule(resp, op.Kind, method, payload, target, origin, len(rd.hops))
+		if !step.follow {
+			rd.verdict = step.verdict
+			break
+		}
+		discard(resp)
+		rd.hops = append(rd.hops, hop{status: resp.StatusCode, method: method, to: red.String(showURL(step.next))})
+		if step.method != method {
+			ctype = "" // a 303 read is fetched with GET, without the body
+		}
+		target, method, payload = step.next, step.method, step.body
 	}
 	defer resp.Body.Close()
 	resp.Header, resp.Trailer = red.Header(resp.Header), nil
@@ -85,7 +103,36 @@ func send(ctx context.Context, client *http.Client, c Claim, profile providers.P
 	res := &Result{Status: resp.StatusCode, Headers: resultHeaders(resp.Header, red)}
 	res.Body = []byte(red.bound(answer, resultLimit))
 	res.Truncated = cutShort || len(res.Body) < len(answer)
-	return sendResult{exchange: ex, result: res}
+	return sendResult{exchange: ex, result: res, redirects: rd}
+}
+
+// buildRequest is one request of c's attempt: method and body to target,
+// with the operation's headers, contentType if any, its request identity
+// where the profile sends one for method, and the scope's credentials. Only targets on the
+// scope's origin are ever built (redirectRule follows no other), so the
+// credentials never leave it.
+func buildRequest(ctx context.Context, c Claim, profile providers.Profile, target *url.URL, method string, payload []byte, contentType, userAgent string) (*http.Request, error) {
+	op := c.Operation
+	var body io.Reader
+	if len(payload) > 0 {
+		body = bytes.NewReader(payload)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target.String(), body)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range op.Request.Headers {
+		req.Header.Set(k, v)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	req.Header.Set("User-Agent", userAgent)
+	if idem := profile.Idempotency(); idem.Applies(method) {
+		req.Header.Set(idem.Header, op.RequestIdentity)
+	}
+	authorize(req, c.Scope.Credentials)
+	return req, nil
 }
 
 // authorize adds the scope's credentials to req.
