@@ -7,8 +7,10 @@ package providers
 // mutation it is an unknown outcome unless the request carried an
 // idempotency key the provider honours (a resend with the same key is then
 // safe). 503 and 408 say the request was not processed. A status outside the
-// 2xx, 4xx and 5xx ranges (a redirect pacer does not follow) is unexpected:
-// a mutation's effect is then unknown, a read fails.
+// 2xx, 4xx and 5xx ranges that reaches a profile is unexpected (the sender
+// follows or settles 301, 302, 303, 307 and 308 itself, design §12, so what
+// is left is 300, 304, 305, 306 and the like): a mutation's effect is then
+// unknown, a read fails.
 func standardRules() []rule {
 	std := func(status string, c Class, reason string) rule {
 		return rule{Signal: Signal{Status: status, Class: c, Reason: reason}}
@@ -35,7 +37,7 @@ func standardRules() []rule {
 		std("4xx", ClassPermanent, "client-error"),
 		serverErrorRule("5xx", "", "server-error"),
 		{Signal: Signal{Status: "other", Class: ClassUnknownOutcome, ReadClass: ClassPermanent, Reason: "unexpected-status",
-			Note: "a status pacer does not follow (a redirect): a mutation's effect is unknown"}},
+			Note: "a status pacer does not follow (300, 304, 305, 306; the sender follows the other redirects itself): a mutation's effect is unknown"}},
 	}
 }
 
