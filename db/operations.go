@@ -67,11 +67,8 @@ func scanOperation(row interface{ Scan(...any) error }) (opRow, error) {
 			return opRow{}, fmt.Errorf("operation %s: stored last outcome: %w", o.ID, err)
 		}
 	}
-	if result.Valid {
-		o.Result = new(scheduler.Result)
-		if err := json.Unmarshal([]byte(result.String), o.Result); err != nil {
-			return opRow{}, fmt.Errorf("operation %s: stored result: %w", o.ID, err)
-		}
+	if o.Result, err = resultOf(result); err != nil {
+		return opRow{}, fmt.Errorf("operation %s: stored result: %w", o.ID, err)
 	}
 	o.NextAttemptAt = fromNullMillis(nextAttemptAt)
 	o.HoldReason = scheduler.HoldReason(hold.String)
@@ -85,13 +82,39 @@ func scanOperation(row interface{ Scan(...any) error }) (opRow, error) {
 	return r, nil
 }
 
-// findOperation reads one operation by its operation ID, or ErrNotFound.
+// resultOf decodes a stored scheduler.Result; nil for NULL.
+func resultOf(s sql.NullString) (*scheduler.Result, error) {
+	if !s.Valid {
+		return nil, nil
+	}
+	r := new(scheduler.Result)
+	if err := json.Unmarshal([]byte(s.String), r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// findOperation reads one operation by its operation ID, or ErrNotFound,
+// with its last outcome's whole response (which listings and claims leave
+// out: it may be as large as the result limit).
 func findOperation(ctx context.Context, tx *sql.Tx, id string) (opRow, error) {
 	r, err := scanOperation(tx.QueryRowContext(ctx, `SELECT `+operationColumns+operationFrom+`WHERE o.operation_id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return opRow{}, scheduler.ErrNotFound
+	} else if err != nil {
+		return opRow{}, err
 	}
-	return r, err
+	if r.LastOutcome == nil {
+		return r, nil
+	}
+	var response sql.NullString
+	if err := tx.QueryRowContext(ctx, `SELECT last_response FROM operations WHERE id = ?`, r.id).Scan(&response); err != nil {
+		return opRow{}, fmt.Errorf("operation %s: last response: %w", id, err)
+	}
+	if r.LastOutcome.Response, err = resultOf(response); err != nil {
+		return opRow{}, fmt.Errorf("operation %s: stored last response: %w", id, err)
+	}
+	return r, nil
 }
 
 // findOperationByRowID reads one operation by row ID.

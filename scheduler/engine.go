@@ -514,6 +514,7 @@ func (e *Engine) work(c Claim) {
 		d.Result = sr.result
 	}
 	comp := Completion{OperationID: op.ID, LeaseToken: op.LeaseToken, Attempt: op.Attempt, FinishedAt: now, Outcome: out, Decision: d}
+	comp.Response, comp.AttemptResponse = keptAnswers(sr.result, d.State == StateSucceeded, red)
 	applied, err := e.commitWithRetry(comp)
 	log := e.log.With("operation", op.ID, "scope", c.Scope.Name, "attempt", op.Attempt, "class", out.Class, "status", out.Status, "took", now.Sub(started))
 	switch {
