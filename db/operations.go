@@ -94,9 +94,7 @@ func resultOf(s sql.NullString) (*scheduler.Result, error) {
 	return r, nil
 }
 
-// findOperation reads one operation by its operation ID, or ErrNotFound,
-// with its last outcome's whole response (which listings and claims leave
-// out: it may be as large as the result limit).
+// findOperation reads one operation by its operation ID, or ErrNotFound.
 func findOperation(ctx context.Context, tx *sql.Tx, id string) (opRow, error) {
 	r, err := scanOperation(tx.QueryRowContext(ctx, `SELECT `+operationColumns+operationFrom+`WHERE o.operation_id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -104,17 +102,7 @@ func findOperation(ctx context.Context, tx *sql.Tx, id string) (opRow, error) {
 	} else if err != nil {
 		return opRow{}, err
 	}
-	if r.LastOutcome == nil {
-		return r, nil
-	}
-	var response sql.NullString
-	if err := tx.QueryRowContext(ctx, `SELECT last_response FROM operations WHERE id = ?`, r.id).Scan(&response); err != nil {
-		return opRow{}, fmt.Errorf("operation %s: last response: %w", id, err)
-	}
-	if r.LastOutcome.Response, err = resultOf(response); err != nil {
-		return opRow{}, fmt.Errorf("operation %s: stored last response: %w", id, err)
-	}
-	return r, nil
+	return withLastResponse(ctx, tx, r)
 }
 
 // findOperationByRowID reads one operation by row ID.
@@ -122,8 +110,28 @@ func findOperationByRowID(ctx context.Context, tx *sql.Tx, rowID int64) (opRow, 
 	r, err := scanOperation(tx.QueryRowContext(ctx, `SELECT `+operationColumns+operationFrom+`WHERE o.id = ?`, rowID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return opRow{}, fmt.Errorf("operation row %d: %w", rowID, scheduler.ErrNotFound)
+	} else if err != nil {
+		return opRow{}, err
 	}
-	return r, err
+	return withLastResponse(ctx, tx, r)
+}
+
+// withLastResponse adds to r, read alone, its last outcome's whole
+// response: listings and claims leave it out, as it may be as large as
+// the result limit.
+func withLastResponse(ctx context.Context, tx *sql.Tx, r opRow) (opRow, error) {
+	if r.LastOutcome == nil {
+		return r, nil
+	}
+	var response sql.NullString
+	if err := tx.QueryRowContext(ctx, `SELECT last_response FROM operations WHERE id = ?`, r.id).Scan(&response); err != nil {
+		return opRow{}, fmt.Errorf("operation %s: last response: %w", r.ID, err)
+	}
+	var err error
+	if r.LastOutcome.Response, err = resultOf(response); err != nil {
+		return opRow{}, fmt.Errorf("operation %s: stored last response: %w", r.ID, err)
+	}
+	return r, nil
 }
 
 // Enqueue stores ops in one transaction, each with its own result (see

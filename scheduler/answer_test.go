@@ -120,8 +120,10 @@ func TestFailedOperationKeepsLastAnswer(t *testing.T) {
 	// A success afterwards: the result holds the answer, and nothing of
 	// the old error is shown as the last one; the first attempt keeps its own.
 	succeed.Store(true)
-	if _, err := h.svc.Release(ctx, "label", nil, "label removed", "ann"); err != nil {
+	if rel, err := h.svc.Release(ctx, "label", nil, "label removed", "ann"); err != nil {
 		t.Fatal(err)
+	} else if rel.LastOutcome.Response == nil || rel.LastOutcome.Response.Status != http.StatusUnprocessableEntity {
+		t.Fatalf("the released operation does not show its last answer: %+v", rel.LastOutcome)
 	}
 	h.pass()
 	op = h.wantState("label", scheduler.StateSucceeded)
