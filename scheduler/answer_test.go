@@ -95,6 +95,18 @@ func TestFailedOperationKeepsLastAnswer(t *testing.T) {
 		t.Fatalf("the attempt's cut keeps more than the redaction mark: %q", tail)
 	}
 
+	// Listings leave the whole answer out: it may be as large as the
+	// result limit, on every operation of a page.
+	page, err := h.svc.ListOperations(ctx, scheduler.OperationFilter{Scope: "gh"})
+	if err != nil || len(page.Operations) != 2 {
+		t.Fatalf("list: %+v, %v", page, err)
+	}
+	for _, o := range page.Operations {
+		if o.LastOutcome == nil || o.LastOutcome.Response != nil {
+			t.Fatalf("listed %s: lastOutcome %+v, want its summary without the response", o.ID, o.LastOutcome)
+		}
+	}
+
 	// The API serves the body as JSON, as it serves a result.
 	api, err := httpapi.New(httpapi.Config{Service: h.svc})
 	if err != nil {
