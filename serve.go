@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -35,6 +37,7 @@ func serveCommand() *cli.Command {
 			&cli.DurationFlag{Name: "request-timeout", Value: scheduler.DefaultRequestTimeout, EnvVars: []string{"PACER_REQUEST_TIMEOUT"}, Usage: "bound on one provider request"},
 			&cli.DurationFlag{Name: "lease", Value: scheduler.DefaultLeaseDuration, EnvVars: []string{"PACER_LEASE"}, Usage: "lease of a claimed operation; at least request-timeout + 5s"},
 			&cli.DurationFlag{Name: "shutdown-grace", Value: scheduler.DefaultShutdownGrace, EnvVars: []string{"PACER_SHUTDOWN_GRACE"}, Usage: "time in-flight requests may finish at shutdown"},
+			&cli.StringFlag{Name: "result-limit", Value: "1MiB", EnvVars: []string{"PACER_RESULT_LIMIT"}, Usage: "bound on a stored answer body (a result, a failed operation's last answer): bytes, or with KiB or MiB; 1KiB..64MiB"},
 			&cli.StringFlag{Name: "log-level", Value: "info", EnvVars: []string{"PACER_LOG_LEVEL"}, Usage: "debug, info, warn or error"},
 			&cli.StringFlag{Name: "debug-listen", EnvVars: []string{"PACER_DEBUG_LISTEN"}, Usage: "loopback address for Go's profiling endpoints (/debug/pprof/); empty serves none"},
 			&cli.DurationFlag{Name: "retention", Value: scheduler.DefaultRetention, EnvVars: []string{"PACER_RETENTION"}, Usage: "age after which succeeded and canceled operations and old changes are removed; 0 keeps everything"},
@@ -60,6 +63,10 @@ func runServe(c *cli.Context) error {
 	retention := c.Duration("retention")
 	if retention != 0 && retention < scheduler.MinRetention {
 		return cli.Exit(fmt.Sprintf("--retention %s is too short: at least %s, or 0 to keep everything", retention, scheduler.MinRetention), 2)
+	}
+	resultLimit, err := parseResultLimit(c.String("result-limit"))
+	if err != nil {
+		return cli.Exit(err.Error(), 2)
 	}
 	dbPath := c.String("db")
 	if c.Bool("demo") {
@@ -109,6 +116,7 @@ func runServe(c *cli.Context) error {
 		LeaseDuration:  c.Duration("lease"),
 		RequestTimeout: c.Duration("request-timeout"),
 		ShutdownGrace:  c.Duration("shutdown-grace"),
+		ResultLimit:    resultLimit,
 		Logger:         logger,
 		UserAgent:      "pacer/" + version,
 		Observer:       meter,
@@ -264,4 +272,23 @@ func newLogger(level string) (*slog.Logger, error) {
 		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
 	}
 	return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+}
+
+// parseResultLimit reads --result-limit: a number of bytes, or one of KiB
+// or MiB ("512KiB", "1MiB"), within the engine's bounds.
+func parseResultLimit(s string) (int, error) {
+	num, unit := strings.TrimSpace(s), 1
+	if n, ok := strings.CutSuffix(num, "KiB"); ok {
+		num, unit = strings.TrimSpace(n), 1<<10
+	} else if n, ok := strings.CutSuffix(num, "MiB"); ok {
+		num, unit = strings.TrimSpace(n), 1<<20
+	}
+	n, err := strconv.Atoi(num)
+	if err != nil || n <= 0 || n > scheduler.MaxResultLimit/unit {
+		return 0, fmt.Errorf("--result-limit %q: want a positive size such as 1048576, 512KiB or 1MiB, at most 64MiB", s)
+	}
+	if err := scheduler.CheckResultLimit(n * unit); err != nil {
+		return 0, fmt.Errorf("--result-limit %q: %w", s, err)
+	}
+	return n * unit, nil
 }

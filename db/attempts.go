@@ -34,7 +34,7 @@ func listAttempts(ctx context.Context, tx *sql.Tx, id string) ([]scheduler.Attem
 		return nil, err
 	}
 	rows, err := tx.QueryContext(ctx, `
-		SELECT number, lease_token, started_at, finished_at, class, status, hint, reason, detail,
+		SELECT number, lease_token, started_at, finished_at, class, status, hint, reason, detail, response,
 			decided_state, decided_at, decision, stale
 		FROM attempts WHERE operation_id = ? ORDER BY number`, rowID)
 	if err != nil {
@@ -48,9 +48,10 @@ func listAttempts(ctx context.Context, tx *sql.Tx, id string) ([]scheduler.Attem
 			startedAt             int64
 			finishedAt, decidedAt sql.NullInt64
 			class, decided, hint  sql.NullString
+			response              sql.NullString
 			status                sql.NullInt64
 		)
-		err := rows.Scan(&a.Number, &a.LeaseToken, &startedAt, &finishedAt, &class, &status, &hint, &a.Reason, &a.Detail,
+		err := rows.Scan(&a.Number, &a.LeaseToken, &startedAt, &finishedAt, &class, &status, &hint, &a.Reason, &a.Detail, &response,
 			&decided, &decidedAt, &a.Decision, &a.Stale)
 		if err != nil {
 			return nil, err
@@ -66,6 +67,9 @@ func listAttempts(ctx context.Context, tx *sql.Tx, id string) ([]scheduler.Attem
 			if err := json.Unmarshal([]byte(hint.String), a.Hint); err != nil {
 				return nil, fmt.Errorf("attempt %d: stored hint: %w", a.Number, err)
 			}
+		}
+		if a.Response, err = resultOf(response); err != nil {
+			return nil, fmt.Errorf("attempt %d: stored response: %w", a.Number, err)
 		}
 		out = append(out, a)
 	}

@@ -69,13 +69,17 @@ func completeAttempt(ctx context.Context, tx *sql.Tx, c scheduler.Completion) (b
 	if err != nil {
 		return false, err
 	}
-	var result sql.NullString
-	if d.Result != nil {
-		b, err := json.Marshal(d.Result)
-		if err != nil {
-			return false, err
-		}
-		result = sql.NullString{String: string(b), Valid: true}
+	result, err := resultJSON(d.Result)
+	if err != nil {
+		return false, err
+	}
+	lastResponse, err := resultJSON(c.Response)
+	if err != nil {
+		return false, err
+	}
+	attemptResponse, err := resultJSON(c.AttemptResponse)
+	if err != nil {
+		return false, err
 	}
 	var hold, failure sql.NullString
 	if d.State == scheduler.StateHeld {
@@ -88,11 +92,11 @@ func completeAttempt(ctx context.Context, tx *sql.Tx, c scheduler.Completion) (b
 	var rowID, scopeID int64
 	err = tx.QueryRowContext(ctx, `
 		UPDATE operations SET state = ?, next_attempt_at = ?, hold_reason = ?, failure_reason = ?,
-			last_outcome = ?, result = ?, lease_expires_at = NULL, updated_at = ?,
+			last_outcome = ?, last_response = ?, result = ?, lease_expires_at = NULL, updated_at = ?,
 			maybe_applied = max(maybe_applied, ?), budget_attempts = max(budget_attempts - ?, 0)
 		WHERE operation_id = ? AND state = 'running' AND lease_token = ?
 		RETURNING id, scope_id`,
-		string(d.State), next, hold, failure, string(lastOutcome), result, millis(c.FinishedAt),
+		string(d.State), next, hold, failure, string(lastOutcome), lastResponse, result, millis(c.FinishedAt),
 		boolInt(d.MaybeApplied), boolInt(d.Uncounted),
 		c.OperationID, c.LeaseToken).Scan(&rowID, &scopeID)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -110,10 +114,10 @@ func completeAttempt(ctx context.Context, tx *sql.Tx, c scheduler.Completion) (b
 		hintJSON = sql.NullString{String: string(b), Valid: true}
 	}
 	res, err := tx.ExecContext(ctx, `
-		UPDATE attempts SET finished_at = ?, class = ?, status = ?, hint = ?, reason = ?, detail = ?,
+		UPDATE attempts SET finished_at = ?, class = ?, status = ?, hint = ?, reason = ?, detail = ?, response = ?,
 			decided_state = ?, decided_at = ?, decision = ?
 		WHERE operation_id = ? AND number = ? AND lease_token = ?`,
-		millis(c.FinishedAt), string(c.Outcome.Class), c.Outcome.Status, hintJSON, c.Outcome.Reason, detail,
+		millis(c.FinishedAt), string(c.Outcome.Class), c.Outcome.Status, hintJSON, c.Outcome.Reason, detail, attemptResponse,
 		string(d.State), next, d.Reason,
 		rowID, c.Attempt, c.LeaseToken)
 	if err != nil {
@@ -186,6 +190,18 @@ func applyScopeEffect(ctx context.Context, tx *sql.Tx, scopeID int64, e schedule
 		}
 	}
 	return nil
+}
+
+// resultJSON is r as stored (JSON), NULL for nil.
+func resultJSON(r *scheduler.Result) (sql.NullString, error) {
+	if r == nil {
+		return sql.NullString{}, nil
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return sql.NullString{}, err
+	}
+	return sql.NullString{String: string(b), Valid: true}, nil
 }
 
 // boolInt is b as SQLite stores a boolean.

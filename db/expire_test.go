@@ -260,7 +260,7 @@ func TestMigrationMarksMaybeApplied(t *testing.T) {
 	d.Close()
 	// Take the file back to version 1: undo every later migration.
 	raw := rawDB(t, path)
-	for _, q := range []string{`DROP TABLE write_probe`, `DROP INDEX operations_identity`, `DROP INDEX operations_waiting_deadline`, `ALTER TABLE operations DROP COLUMN maybe_applied`, `PRAGMA user_version = 1`} {
+	for _, q := range []string{`ALTER TABLE attempts DROP COLUMN response`, `ALTER TABLE operations DROP COLUMN last_response`, `DROP TABLE write_probe`, `DROP INDEX operations_identity`, `DROP INDEX operations_waiting_deadline`, `ALTER TABLE operations DROP COLUMN maybe_applied`, `PRAGMA user_version = 1`} {
 		if _, err := raw.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}

@@ -30,6 +30,7 @@ func migrations() []string {
 			id INTEGER PRIMARY KEY CHECK (id = 1),
 			pad BLOB NOT NULL
 		) STRICT;`,
+		lastResponses, // version 5
 	}
 }
 
@@ -47,6 +48,16 @@ WHERE kind = 'mutation' AND state NOT IN ('succeeded', 'canceled')
 	AND EXISTS (SELECT 1 FROM attempts a WHERE a.operation_id = operations.id AND a.class = 'unknownOutcome');
 CREATE INDEX operations_waiting_deadline ON operations (deadline)
 	WHERE state IN ('scheduled', 'waitingForBudget');
+`
+
+// lastResponses (design §12 "What the provider answered is kept") stores
+// the whole last answer of an operation that did not succeed
+// (last_response, JSON of scheduler.Result, bounded by the result limit),
+// apart from last_outcome so that claims and listings do not read it, and
+// each attempt's bounded copy (attempts.response). NULL for none.
+const lastResponses = `
+ALTER TABLE operations ADD COLUMN last_response TEXT CHECK (last_response IS NULL OR json_valid(last_response));
+ALTER TABLE attempts ADD COLUMN response TEXT CHECK (response IS NULL OR json_valid(response));
 `
 
 // SchemaVersion is the schema version this binary writes and expects

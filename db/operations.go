@@ -67,11 +67,8 @@ func scanOperation(row interface{ Scan(...any) error }) (opRow, error) {
 			return opRow{}, fmt.Errorf("operation %s: stored last outcome: %w", o.ID, err)
 		}
 	}
-	if result.Valid {
-		o.Result = new(scheduler.Result)
-		if err := json.Unmarshal([]byte(result.String), o.Result); err != nil {
-			return opRow{}, fmt.Errorf("operation %s: stored result: %w", o.ID, err)
-		}
+	if o.Result, err = resultOf(result); err != nil {
+		return opRow{}, fmt.Errorf("operation %s: stored result: %w", o.ID, err)
 	}
 	o.NextAttemptAt = fromNullMillis(nextAttemptAt)
 	o.HoldReason = scheduler.HoldReason(hold.String)
@@ -85,13 +82,27 @@ func scanOperation(row interface{ Scan(...any) error }) (opRow, error) {
 	return r, nil
 }
 
+// resultOf decodes a stored scheduler.Result; nil for NULL.
+func resultOf(s sql.NullString) (*scheduler.Result, error) {
+	if !s.Valid {
+		return nil, nil
+	}
+	r := new(scheduler.Result)
+	if err := json.Unmarshal([]byte(s.String), r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
 // findOperation reads one operation by its operation ID, or ErrNotFound.
 func findOperation(ctx context.Context, tx *sql.Tx, id string) (opRow, error) {
 	r, err := scanOperation(tx.QueryRowContext(ctx, `SELECT `+operationColumns+operationFrom+`WHERE o.operation_id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return opRow{}, scheduler.ErrNotFound
+	} else if err != nil {
+		return opRow{}, err
 	}
-	return r, err
+	return withLastResponse(ctx, tx, r)
 }
 
 // findOperationByRowID reads one operation by row ID.
@@ -99,8 +110,28 @@ func findOperationByRowID(ctx context.Context, tx *sql.Tx, rowID int64) (opRow, 
 	r, err := scanOperation(tx.QueryRowContext(ctx, `SELECT `+operationColumns+operationFrom+`WHERE o.id = ?`, rowID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return opRow{}, fmt.Errorf("operation row %d: %w", rowID, scheduler.ErrNotFound)
+	} else if err != nil {
+		return opRow{}, err
 	}
-	return r, err
+	return withLastResponse(ctx, tx, r)
+}
+
+// withLastResponse adds to r, read alone, its last outcome's whole
+// response: listings and claims leave it out, as it may be as large as
+// the result limit.
+func withLastResponse(ctx context.Context, tx *sql.Tx, r opRow) (opRow, error) {
+	if r.LastOutcome == nil {
+		return r, nil
+	}
+	var response sql.NullString
+	if err := tx.QueryRowContext(ctx, `SELECT last_response FROM operations WHERE id = ?`, r.id).Scan(&response); err != nil {
+		return opRow{}, fmt.Errorf("operation %s: last response: %w", r.ID, err)
+	}
+	var err error
+	if r.LastOutcome.Response, err = resultOf(response); err != nil {
+		return opRow{}, fmt.Errorf("operation %s: stored last response: %w", r.ID, err)
+	}
+	return r, nil
 }
 
 // Enqueue stores ops in one transaction, each with its own result (see

@@ -29,7 +29,9 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, status int, conte
 		s.log.ErrorContext(r.Context(), "encode response", "method", r.Method, "path", r.URL.EscapedPath(), "err", err)
 		status, contentType = http.StatusInternalServerError, "application/problem+json"
 		buf.Reset()
-		_ = json.NewEncoder(&buf).Encode(newProblem(status, "internal error; the server log has the details"))
+		p := newProblem(status, "internal error; the server log has the details")
+		p.Instance = r.URL.EscapedPath()
+		_ = json.NewEncoder(&buf).Encode(p)
 	}
 	h := w.Header()
 	h.Set("Content-Type", contentType)

@@ -105,7 +105,7 @@ func newAPIEnv(t *testing.T) *apiEnv {
 }
 
 // provider answers by path: /ok 200 with JSON, /limited 429 with a
-// Retry-After, /reject 400, /uncertain 500.
+// Retry-After, /reject 400 with a JSON error, /uncertain 500 with HTML.
 func newStandInProvider(t *testing.T) string {
 	t.Helper()
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -117,9 +117,12 @@ func newStandInProvider(t *testing.T) string {
 			w.Header().Set("Retry-After", "60")
 			w.WriteHeader(http.StatusTooManyRequests)
 		case "/reject":
+			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"message":"Validation Failed","errors":[{"resource":"Label","code":"already_exists","field":"name"}]}`)
 		default:
 			w.WriteHeader(http.StatusInternalServerError)
+			io.WriteString(w, "<html>busy</html>")
 		}
 	}))
 	t.Cleanup(ts.Close)
@@ -291,10 +294,13 @@ func TestOpenAPI(t *testing.T) {
 		get("/v1/operations?state=nope&createdAfter=yesterday", 422),
 		get("/v1/operations/ok-1", 200),
 		get("/v1/operations/limited-1", 200),
+		get("/v1/operations/reject-1", 200),    // lastOutcome.response with a JSON body
+		get("/v1/operations/uncertain-1", 200), // and with another (bodyBase64)
 		get("/v1/operations/missing", 404),
 		get("/v1/operations/ok-1/attempts", 200),
 		get("/v1/operations/limited-1/attempts", 200),
 		get("/v1/operations/uncertain-1/attempts", 200),
+		get("/v1/operations/reject-1/attempts", 200),
 		get("/v1/operations/missing/attempts", 404),
 		get("/v1/operations/later-1/audit", 200),
 		get("/v1/operations/missing/audit", 404),

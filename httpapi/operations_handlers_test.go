@@ -254,6 +254,11 @@ func TestEnqueue(t *testing.T) {
 		if !strings.Contains(p.Detail, "1048576") {
 			t.Fatalf("detail: got %q, want the limit", p.Detail)
 		}
+		// RFC 9110 §15.5.14 names 413 "Content Too Large"; the instance
+		// is the request's path.
+		if p.Title != "Content Too Large" || p.Instance != "/v1/operations" {
+			t.Fatalf("title, instance: got %q, %q, want Content Too Large, /v1/operations", p.Title, p.Instance)
+		}
 		assertNoOperations(t, b)
 	})
 

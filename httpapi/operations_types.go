@@ -127,6 +127,10 @@ type Outcome struct {
 	Hint   *Hint      `json:"hint"`
 	Reason *string    `json:"reason"`
 	Detail *string    `json:"detail"`
+	// Response is the provider's whole answer (status, headers, body;
+	// redacted, bounded like a result) when the attempt did not succeed.
+	// Only a single operation's read carries it, not listings.
+	Response *Result `json:"response,omitempty"`
 }
 
 // Hint is a provider's timing hint: where it came from, its raw value, the
@@ -138,8 +142,9 @@ type Hint struct {
 	Note   string     `json:"note,omitempty"`
 }
 
-// Result is the provider's successful answer, bounded in size. Body carries
-// a body that parses as JSON, BodyBase64 any other.
+// Result is one answer of the provider (a success's result, or the last
+// answer of one that did not succeed), redacted and bounded in size. Body
+// carries a body that parses as JSON, BodyBase64 any other.
 type Result struct {
 	Status     int               `json:"status"`
 	Headers    map[string]string `json:"headers"`
@@ -169,7 +174,10 @@ type Attempt struct {
 	Hint       *Hint      `json:"hint"`
 	Reason     *string    `json:"reason"`
 	Detail     *string    `json:"detail"`
-	Decision   *Decision  `json:"decision"`
+	// Response is the provider's answer when the attempt did not succeed,
+	// its body bounded to 8 KiB (scheduler.AttemptAnswerLimit).
+	Response *Result   `json:"response,omitempty"`
+	Decision *Decision `json:"decision"`
 	// Stale is true when the result came after the lease was lost and was
 	// discarded.
 	Stale bool `json:"stale"`
@@ -332,17 +340,25 @@ func newOperation(op scheduler.Operation) Operation {
 		out.LastOutcome = &Outcome{
 			Class: string(lo.Class), Status: optInt(lo.Status), At: optTime(lo.At),
 			Hint: newHint(lo.Hint), Reason: optString(lo.Reason), Detail: optString(lo.Detail),
+			Response: newResult(lo.Response),
 		}
 	}
-	if res := op.Result; res != nil {
-		out.Result = &Result{Status: res.Status, Headers: copyHeaders(res.Headers), Truncated: res.Truncated}
-		if len(res.Body) > 0 {
-			if json.Valid(res.Body) {
-				out.Result.Body = json.RawMessage(res.Body)
-			} else {
-				s := base64.StdEncoding.EncodeToString(res.Body)
-				out.Result.BodyBase64 = &s
-			}
+	out.Result = newResult(op.Result)
+	return out
+}
+
+// newResult converts a provider's answer for a response; nil for none.
+func newResult(res *scheduler.Result) *Result {
+	if res == nil {
+		return nil
+	}
+	out := &Result{Status: res.Status, Headers: copyHeaders(res.Headers), Truncated: res.Truncated}
+	if len(res.Body) > 0 {
+		if json.Valid(res.Body) {
+			out.Body = json.RawMessage(res.Body)
+		} else {
+			s := base64.StdEncoding.EncodeToString(res.Body)
+			out.BodyBase64 = &s
 		}
 	}
 	return out
@@ -372,7 +388,7 @@ func newAttempt(a scheduler.Attempt) Attempt {
 		Number: a.Number, LeaseToken: a.LeaseToken,
 		StartedAt: optTime(a.StartedAt), FinishedAt: optTime(a.FinishedAt),
 		Class: optString(string(a.Class)), Status: optInt(a.Status), Hint: newHint(a.Hint),
-		Reason: optString(a.Reason), Detail: optString(a.Detail), Stale: a.Stale,
+		Reason: optString(a.Reason), Detail: optString(a.Detail), Response: newResult(a.Response), Stale: a.Stale,
 	}
 	if !a.FinishedAt.IsZero() {
 		ms := a.Duration().Milliseconds()

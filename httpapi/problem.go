@@ -64,6 +64,8 @@ type Problem struct {
 	Detail string `json:"detail"`
 	// Errors lists the fields at fault, for validation problems.
 	Errors []FieldError `json:"errors,omitempty"`
+	// Instance is the path of the request the problem answers.
+	Instance string `json:"instance,omitempty"`
 }
 
 // Error implements error.
@@ -82,7 +84,19 @@ type FieldError struct {
 
 // newProblem returns an about:blank problem with status and detail.
 func newProblem(status int, detail string) Problem {
-	return Problem{Type: ProblemTypeBlank, Title: http.StatusText(status), Status: status, Detail: detail}
+	return Problem{Type: ProblemTypeBlank, Title: statusTitle(status), Status: status, Detail: detail}
+}
+
+// statusTitle is the title of an about:blank problem: the status's reason
+// phrase as RFC 9110 names it (Go's http.StatusText keeps older names).
+func statusTitle(status int) string {
+	switch status {
+	case http.StatusRequestEntityTooLarge:
+		return "Content Too Large"
+	case http.StatusUnprocessableEntity:
+		return "Unprocessable Content"
+	}
+	return http.StatusText(status)
 }
 
 // validationProblem returns the 422 problem listing fields.
@@ -203,7 +217,9 @@ func (s *Server) internalError(w http.ResponseWriter, r *http.Request, err error
 	s.writeProblem(w, r, newProblem(http.StatusInternalServerError, "internal error; the server log has the details"))
 }
 
-// writeProblem writes p as application/problem+json.
+// writeProblem writes p as application/problem+json, naming the request's
+// path as its instance.
 func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, p Problem) {
+	p.Instance = r.URL.EscapedPath()
 	s.write(w, r, p.Status, "application/problem+json", p)
 }

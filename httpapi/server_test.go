@@ -192,6 +192,9 @@ func problemOf(t *testing.T, res response, want int) httpapi.Problem {
 	if p.Status != want || p.Title == "" || p.Type == "" || p.Detail == "" {
 		t.Fatalf("problem lacks type, title, status or detail: %s", res.Body)
 	}
+	if !strings.HasPrefix(p.Instance, "/") {
+		t.Fatalf("problem lacks its instance (the request path): %s", res.Body)
+	}
 	return p
 }
 

@@ -25,7 +25,15 @@ const (
 	DefaultRequestTimeout = 60 * time.Second
 	DefaultPollInterval   = 5 * time.Second
 	DefaultShutdownGrace  = 15 * time.Second
-	DefaultResultLimit    = 64 << 10
+	// DefaultResultLimit bounds a stored answer body unless configured
+	// (serve --result-limit): large enough for a page of 100 GitHub
+	// repositories.
+	DefaultResultLimit = 1 << 20
+	// MinResultLimit and MaxResultLimit bound a configured result limit:
+	// below 1 KiB no provider error fits, and every worker may hold one
+	// body of up to the limit in memory while it reads.
+	MinResultLimit = 1 << 10
+	MaxResultLimit = 64 << 20
 	// LeaseMargin is the least time between a request's context deadline
 	// and its lease's expiry: a request always ends before its lease does,
 	// so an expired lease never belongs to a request still in flight.
@@ -39,6 +47,15 @@ const (
 	// expireBatch bounds one transaction of deadline expiry.
 	expireBatch = 500
 )
+
+// CheckResultLimit reports whether n bytes is an acceptable result limit
+// (MinResultLimit..MaxResultLimit).
+func CheckResultLimit(n int) error {
+	if n < MinResultLimit || n > MaxResultLimit {
+		return fmt.Errorf("result limit %d bytes out of range %d (1 KiB)..%d (64 MiB)", n, MinResultLimit, MaxResultLimit)
+	}
+	return nil
+}
 
 // EngineConfig shapes the engine. Zero fields take the defaults above.
 type EngineConfig struct {
@@ -54,7 +71,8 @@ type EngineConfig struct {
 	// ShutdownGrace is how long in-flight requests may finish after Run's
 	// context ends before they are canceled and recorded as interrupted.
 	ShutdownGrace time.Duration
-	// ResultLimit bounds a stored success body, in bytes.
+	// ResultLimit bounds a stored answer body (a success's result, the last
+	// answer of a failed or held operation), in bytes; see CheckResultLimit.
 	ResultLimit int
 	// Client sends the requests; nil uses a client with sane transport
 	// timeouts.
@@ -85,13 +103,16 @@ func (c *EngineConfig) applyDefaults() error {
 	if c.ResultLimit == 0 {
 		c.ResultLimit = DefaultResultLimit
 	}
+	if err := CheckResultLimit(c.ResultLimit); err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
 	switch {
 	case c.Workers < 1 || c.Workers > 10000:
 		return fmt.Errorf("engine: workers %d out of range 1..10000", c.Workers)
 	case c.RequestTimeout <= 0 || c.RequestTimeout > c.LeaseDuration-LeaseMargin:
 		return fmt.Errorf("engine: request timeout (%s) must be positive and at most the lease duration (%s) minus %s, so a request always ends before its lease", c.RequestTimeout, c.LeaseDuration, LeaseMargin)
-	case c.PollInterval <= 0 || c.ShutdownGrace < 0 || c.ResultLimit < 0:
-		return errors.New("engine: poll interval must be positive; shutdown grace and result limit not negative")
+	case c.PollInterval <= 0 || c.ShutdownGrace < 0:
+		return errors.New("engine: poll interval must be positive and shutdown grace not negative")
 	}
 	if c.Client == nil {
 		c.Client = &http.Client{
@@ -492,6 +513,7 @@ func (e *Engine) work(c Claim) {
 		d.Result = sr.result
 	}
 	comp := Completion{OperationID: op.ID, LeaseToken: op.LeaseToken, Attempt: op.Attempt, FinishedAt: now, Outcome: out, Decision: d}
+	comp.Response, comp.AttemptResponse = keptAnswers(sr.result, d.State == StateSucceeded, red)
 	applied, err := e.commitWithRetry(comp)
 	log := e.log.With("operation", op.ID, "scope", c.Scope.Name, "attempt", op.Attempt, "class", out.Class, "status", out.Status, "took", now.Sub(started))
 	switch {

@@ -56,9 +56,16 @@ type OutcomeSummary struct {
 	Hint   *providers.Hint `json:"hint,omitempty"`
 	Reason string          `json:"reason,omitempty"`
 	Detail string          `json:"detail,omitempty"`
+	// Response is the provider's whole answer to the latest attempt of an
+	// operation that did not succeed (a success's is its Result): status,
+	// headers and body, redacted and bounded by the result limit. Nil
+	// without an answer (a transport error). It is stored apart from the
+	// summary and read with one operation, not with listings or claims.
+	Response *Result `json:"-"`
 }
 
-// Result is the provider's successful answer, bounded in size.
+// Result is one answer of the provider (a success's, or the last answer of
+// an operation that did not succeed), redacted and bounded in size.
 type Result struct {
 	Status  int               `json:"status"`
 	Headers map[string]string `json:"headers"`
@@ -169,6 +176,10 @@ type Attempt struct {
 	Hint       *providers.Hint
 	Reason     string
 	Detail     string
+	// Response is the provider's answer to this attempt when it did not
+	// succeed, its body bounded by AttemptAnswerLimit; nil for a success
+	// (the operation's Result has it) and without an answer.
+	Response *Result
 	// Decision is the state and time decided after this attempt, and why.
 	DecidedState State
 	DecidedAt    time.Time

@@ -112,13 +112,17 @@ func TestEchoedSecretsAreNeverStored(t *testing.T) {
 				t.Fatal(err)
 			}
 			var texts []string
-			if op.Result != nil {
-				texts = append(texts, string(op.Result.Body))
-				for k, v := range op.Result.Headers {
-					texts = append(texts, k+": "+v)
+			answer := func(res *scheduler.Result) {
+				if res != nil {
+					texts = append(texts, string(res.Body))
+					for k, v := range res.Headers {
+						texts = append(texts, k+": "+v)
+					}
 				}
 			}
+			answer(op.Result)
 			if lo := op.LastOutcome; lo != nil {
+				answer(lo.Response)
 				texts = append(texts, lo.Reason, lo.Detail)
 				if lo.Hint != nil {
 					texts = append(texts, lo.Hint.Raw, lo.Hint.Note)
@@ -126,6 +130,7 @@ func TestEchoedSecretsAreNeverStored(t *testing.T) {
 			}
 			texts = append(texts, string(op.FailureReason))
 			for _, a := range attempts {
+				answer(a.Response)
 				texts = append(texts, a.Reason, a.Detail, a.Decision)
 				if a.Hint != nil {
 					texts = append(texts, a.Hint.Raw, a.Hint.Note)

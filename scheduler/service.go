@@ -275,10 +275,14 @@ func (s *Service) Enqueue(ctx context.Context, ins []OperationInput, prefix func
 		return nil, &ValidationError{Fields: []FieldError{{"operations", fmt.Sprintf("must hold 1 to %d operations", MaxBatch)}}}
 	}
 	now := s.Now()
+	idem, err := s.callerKeyHeaders(ctx, ins)
+	if err != nil {
+		return nil, fmt.Errorf("enqueue: %w", err)
+	}
 	all := &ValidationError{}
 	ops := make([]NewOperation, len(ins))
 	for i, in := range ins {
-		op, err := s.normalize(in, now)
+		op, err := s.normalize(in, now, idem[in.Scope])
 		if err != nil {
 			for _, f := range err.Fields {
 				all.add(prefix(i)+f.Field, f.Message)
@@ -296,6 +300,28 @@ func (s *Service) Enqueue(ctx context.Context, ins []OperationInput, prefix func
 	}
 	s.wake()
 	return res, nil
+}
+
+// callerKeyHeaders returns the idempotency of the scopes of the operations
+// of ins that carry request headers, one of which may be the scope's
+// idempotency header (design §12 "The caller's own idempotency key"). An
+// unknown scope has none here; the store rejects its operations.
+func (s *Service) callerKeyHeaders(ctx context.Context, ins []OperationInput) (map[string]providers.Idempotency, error) {
+	idem := map[string]providers.Idempotency{}
+	for _, in := range ins {
+		if _, seen := idem[in.Scope]; seen || len(in.Headers) == 0 || !scopeNamePattern.MatchString(in.Scope) {
+			continue
+		}
+		sc, err := s.store.GetScope(ctx, in.Scope)
+		switch {
+		case errors.Is(err, ErrNotFound):
+		case err != nil:
+			return nil, fmt.Errorf("read scope %s: %w", in.Scope, err)
+		default:
+			idem[in.Scope] = ScopeIdempotency(sc.Provider, sc.IdempotencyHeader, sc.Profile)
+		}
+	}
+	return idem, nil
 }
 
 // ScopeIdempotency is the idempotency of a scope's provider (its profile
@@ -339,7 +365,13 @@ func forbiddenHeader(name string) bool {
 	return transportHeader(name) || credentialHeaders[http.CanonicalHeaderKey(name)]
 }
 
-func (s *Service) normalize(in OperationInput, now time.Time) (NewOperation, *ValidationError) {
+// normalize validates in and returns the operation to store. idem is its
+// scope's idempotency: a request header named as the scope's idempotency
+// header is the caller's own key, which becomes the request identity when
+// none is given and may not contradict a given one; pacer never replaces
+// it. When pacer sends the identity as the key (idem applies to the
+// method), the header is not kept beside it, so it is sent once.
+func (s *Service) normalize(in OperationInput, now time.Time, idem providers.Idempotency) (NewOperation, *ValidationError) {
 	v := &ValidationError{}
 	if !idPattern.MatchString(in.ID) {
 		v.add("operationId", "is required: 1-200 characters, letters, digits and . _ : @ / - (starting with a letter or digit)")
@@ -357,6 +389,7 @@ func (s *Service) normalize(in OperationInput, now time.Time) (NewOperation, *Va
 		v.add("request.path", "must be a path starting with a single '/', without host or fragment, at most 4096 bytes")
 	}
 	headers := map[string]string{}
+	var callerKey, callerKeyField string
 	keys := make([]string, 0, len(in.Headers))
 	for k := range in.Headers {
 		keys = append(keys, k)
@@ -373,6 +406,11 @@ func (s *Service) normalize(in OperationInput, now time.Time) (NewOperation, *Va
 			v.add("request.headers."+k, "must be one line")
 		case strings.EqualFold(k, "Content-Type"):
 			// carried in ContentType
+		case idem.Header != "" && strings.EqualFold(k, idem.Header):
+			callerKey, callerKeyField = val, "request.headers."+k
+			if !idem.Applies(method) {
+				headers[http.CanonicalHeaderKey(k)] = val
+			}
 		default:
 			headers[http.CanonicalHeaderKey(k)] = val
 		}
@@ -391,12 +429,20 @@ func (s *Service) normalize(in OperationInput, now time.Time) (NewOperation, *Va
 	default:
 		v.add("kind", "must be read or mutation")
 	}
-	identity := in.RequestIdentity
+	identity, identityField := in.RequestIdentity, "requestIdentity"
+	switch {
+	case callerKeyField != "" && callerKey == "":
+		v.add(callerKeyField, "is the scope's idempotency header: give a key, or leave the header out and pacer sends requestIdentity in it")
+	case callerKeyField != "" && identity == "":
+		identity, identityField = callerKey, callerKeyField
+	case callerKeyField != "" && identity != callerKey:
+		v.add(callerKeyField, fmt.Sprintf("is the scope's idempotency header and contradicts requestIdentity: pacer sends requestIdentity as the %s key, so give the same key in both or only one", idem.Header))
+	}
 	if identity == "" {
 		identity = in.ID
 	}
 	if len(identity) > 255 || strings.ContainsAny(identity, "\r\n\x00\"") {
-		v.add("requestIdentity", "must be at most 255 characters on one line, without quotes")
+		v.add(identityField, "must be at most 255 characters on one line, without quotes")
 	}
 	if len(in.Body) > 0 && in.ContentType == "" {
 		v.add("request.headers.Content-Type", "is required with bodyBase64")

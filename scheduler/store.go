@@ -227,6 +227,11 @@ type Completion struct {
 	FinishedAt time.Time
 	Outcome    providers.Outcome
 	Decision   Decision
+	// Response is the answer an operation that did not succeed keeps as
+	// its LastOutcome.Response, and AttemptResponse the attempt's bounded
+	// copy of it (see keptAnswers); both nil for a success or without an
+	// answer, and the operation's last response is then cleared.
+	Response, AttemptResponse *Result
 }
 
 // ExpireParams bound one batch of Store.ExpireOverdue.
