@@ -23,10 +23,12 @@ const uncertainMargin = time.Minute
 func (p Policy) Decide(op Operation, idem providers.Idempotency, out providers.Outcome, now time.Time, rnd Random) Decision {
 	var d Decision
 	d.Scope.Budget = out.Budget
-	// A spent budget also pauses the scope: the budget figures are replaced
-	// by every later answer, and a stale one (a request already in flight
-	// when the budget ran out) must not reopen the scope before the reset;
-	// a pause is never shortened by a later answer.
+	// A spent budget also pauses the scope: the store keeps the lower
+	// remaining figure only while answers name the same reset, and a later
+	// answer with another reset (a relative reset, or a stale answer of a
+	// request in flight when the budget ran out) replaces the figures; it
+	// must not reopen the scope before this reset. A pause is never
+	// shortened by a later answer.
 	if b := out.Budget; b != nil && b.Remaining <= 0 && b.ResetAt.After(now) {
 		d.Scope.PauseUntil, d.Scope.PauseReason = b.ResetAt, "budget spent: remaining 0 until reset"
 	}
