@@ -46,6 +46,14 @@ func storedOperation(t *testing.T, p *pacerProc, id string) (state string, resul
 	return op.State, op.Result, last
 }
 
+// String sums an answer up for a failure message, without its body.
+func (a *storedAnswer) String() string {
+	if a == nil {
+		return "none"
+	}
+	return fmt.Sprintf("status %d, %d+%d body bytes (JSON+base64), truncated %v", a.Status, len(a.Body), len(a.BodyBase64), a.Truncated)
+}
+
 // bodyOf returns an answer's body bytes, JSON or base64.
 func bodyOf(t *testing.T, a *storedAnswer) []byte {
 	t.Helper()
@@ -99,7 +107,7 @@ func TestAnswersKeptEndToEnd(t *testing.T) {
 		p.waitState(t, "list", "succeeded")
 		_, res, _ := storedOperation(t, p, "list")
 		if res == nil || res.Status != 200 || res.Truncated {
-			t.Fatalf("result %+v, want 200 whole", res)
+			t.Fatalf("result %v, want 200 whole", res)
 		}
 		if got := bodyOf(t, res); !bytes.Equal(got, big) {
 			t.Fatalf("stored body is %d bytes, want the %d sent, byte for byte", len(got), len(big))
@@ -108,7 +116,7 @@ func TestAnswersKeptEndToEnd(t *testing.T) {
 		p.waitState(t, "create", "failed")
 		_, _, last := storedOperation(t, p, "create")
 		if last == nil || last.Status != 422 || last.Truncated {
-			t.Fatalf("lastOutcome.response %+v, want the 422 whole", last)
+			t.Fatalf("lastOutcome.response %v, want the 422 whole", last)
 		}
 		if got := bodyOf(t, last); !bytes.Equal(got, errBody) {
 			t.Fatalf("lastOutcome.response body %s, want %s", got, errBody)
@@ -124,7 +132,7 @@ func TestAnswersKeptEndToEnd(t *testing.T) {
 		p.waitState(t, "list", "succeeded")
 		_, res, _ := storedOperation(t, p, "list")
 		if res == nil || !res.Truncated {
-			t.Fatalf("result %+v, want it marked truncated", res)
+			t.Fatalf("result %v, want it marked truncated", res)
 		}
 		got := bodyOf(t, res)
 		if len(got) == 0 || len(got) > 64<<10 || !bytes.HasPrefix(big, got) {
