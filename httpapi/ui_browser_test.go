@@ -251,6 +251,29 @@ func TestUI_Browser(t *testing.T) {
 		t.Fatalf("timeline %q", got)
 	}
 	shots.take(browser, "operation-held", true)
+	// The last answer is shown; each attempt's kept answer is collapsed
+	// and opens without a script of ours.
+	if got := text(`section[aria-labelledby="answer-h"] .answer-body`); !strings.Contains(got, `"message": "upstream timed out"`) {
+		t.Fatalf("last answer %q, want the 502's body pretty-printed", got)
+	}
+	detailsOpen := func() bool {
+		t.Helper()
+		open, err := chromedp.Run(browser, chromedp.Evaluate[bool](`document.querySelector(".timeline .answer-more").open`))
+		if err != nil {
+			t.Fatalf("read the attempt's answer: %v", err)
+		}
+		return open
+	}
+	if detailsOpen() {
+		t.Fatal("the attempt's answer is open before it is asked for")
+	}
+	do("open an attempt's answer", chromedp.Click(chromedp.CSS(".timeline .answer-more summary")))
+	if !detailsOpen() {
+		t.Fatal("the attempt's answer does not open")
+	}
+	if got := text(".timeline .answer-more .answer-body"); !strings.Contains(got, "upstream timed out") {
+		t.Fatalf("attempt answer %q", got)
+	}
 
 	// 4. The provider did not apply it: release it now, with the same
 	// request identity and a reason.

@@ -29,6 +29,9 @@ type operationView struct {
 	Headers  []uiHeader
 	BodySize int
 	Words    string
+	// Answer is the provider's last answer to an operation that did not
+	// succeed; nil for none.
+	Answer   *answerView
 	Attempts []attemptView
 	Audit    []scheduler.AuditEntry
 	// Scope is the operation's scope; ScopeNote warns when it is held or
@@ -50,6 +53,8 @@ type attemptView struct {
 	StatusText string
 	// Timing is the attempt's timing hint and how it was validated.
 	Timing *hintView
+	// Answer is what the attempt kept of an answer that did not succeed.
+	Answer *answerView
 }
 
 // hintView is a timing hint with how it was validated.
@@ -102,6 +107,9 @@ func (s *Server) uiOperationView(w http.ResponseWriter, r *http.Request, id stri
 		CanResolve: op.State == scheduler.StateHeld && op.HoldReason == scheduler.HoldUnknownOutcome,
 		Release:    uiForm{When: "now"}, Resolve: uiForm{Outcome: ""},
 	}
+	if op.LastOutcome != nil {
+		v.Answer = newAnswerView(op.LastOutcome.Response)
+	}
 	v.MinAt = v.Now.Format("2006-01-02T15:04")
 	v.MaxAt = s.svc.Latest().Format("2006-01-02T15:04")
 	// Credentials live on the scope and never reach the page; the scope is
@@ -117,7 +125,7 @@ func (s *Server) uiOperationView(w http.ResponseWriter, r *http.Request, id stri
 	for i := len(attempts) - 1; i >= 0; i-- { // newest first
 		a := attempts[i]
 		a.Detail = redactDetail(a.Detail)
-		v.Attempts = append(v.Attempts, attemptView{Attempt: a, ClassWords: classWords(a.Class), StatusText: statusText(a.Status), Timing: newHintView(a.Hint)})
+		v.Attempts = append(v.Attempts, attemptView{Attempt: a, ClassWords: classWords(a.Class), StatusText: statusText(a.Status), Timing: newHintView(a.Hint), Answer: newAnswerView(a.Response)})
 	}
 	return v, nil
 }
