@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"slices"
-	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -40,7 +38,7 @@ func newAnswerView(res *scheduler.Result) *answerView {
 	if res == nil {
 		return nil
 	}
-	v := &answerView{Status: res.Status, Headers: displayAnswerHeaders(res.Headers), Size: len(res.Body), Stored: res.Truncated}
+	v := &answerView{Status: res.Status, Headers: displayHeaders(res.Headers, shownAnswerHeader), Size: len(res.Body), Stored: res.Truncated}
 	for k, h := range res.Headers {
 		if http.CanonicalHeaderKey(k) == "Content-Type" {
 			v.ContentType = h
@@ -104,21 +102,6 @@ func shownAnswerHeader(name string) bool {
 		return false
 	}
 	return !secretQueryKey.MatchString(name)
-}
-
-// displayAnswerHeaders lists an answer's headers for display, by name,
-// with the values of those that may carry a secret left out.
-func displayAnswerHeaders(h map[string]string) []uiHeader {
-	out := make([]uiHeader, 0, len(h))
-	for k, v := range h {
-		if shownAnswerHeader(k) {
-			out = append(out, uiHeader{Name: k, Value: v})
-		} else {
-			out = append(out, uiHeader{Name: k, Hidden: true})
-		}
-	}
-	slices.SortFunc(out, func(a, b uiHeader) int { return strings.Compare(a.Name, b.Name) })
-	return out
 }
 
 // Limit is how many bytes of a body the page shows.

@@ -101,7 +101,7 @@ func (s *Server) uiOperationView(w http.ResponseWriter, r *http.Request, id stri
 	}
 	v := &operationView{
 		uiPage: s.uiBase(w, r, "Operation "+op.ID),
-		Op:     op, Headers: displayHeaders(op.Request.Headers),
+		Op:     op, Headers: displayHeaders(op.Request.Headers, shownHeader),
 		BodySize: len(op.Request.Body), Words: stateWords(op), Audit: audit, Scope: sc,
 		CanRelease: op.State.CanRelease(), CanCancel: op.State.CanCancel(),
 		CanResolve: op.State == scheduler.StateHeld && op.HoldReason == scheduler.HoldUnknownOutcome,

@@ -185,7 +185,7 @@ func shownHeader(name string) bool {
 	return false
 }
 
-// uiHeader is one request header as pages show it.
+// uiHeader is one header (of a request or an answer) as pages show it.
 type uiHeader struct {
 	Name  string
 	Value string
@@ -193,12 +193,13 @@ type uiHeader struct {
 	Hidden bool
 }
 
-// displayHeaders lists an operation's request headers for display, by
-// name, showing only harmless values.
-func displayHeaders(h map[string]string) []uiHeader {
+// displayHeaders lists headers for display, by name, with the values of
+// those shown rejects left out (shownHeader for a request's, which shows
+// only harmless values; shownAnswerHeader for a provider's answer).
+func displayHeaders(h map[string]string, shown func(name string) bool) []uiHeader {
 	out := make([]uiHeader, 0, len(h))
 	for k, v := range h {
-		if shownHeader(k) {
+		if shown(k) {
 			out = append(out, uiHeader{Name: k, Value: v})
 		} else {
 			out = append(out, uiHeader{Name: k, Hidden: true})
