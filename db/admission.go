@@ -35,7 +35,7 @@ const dueStates = `('scheduled', 'waitingForBudget')`
 // only spares the due look-ups of scopes that cannot take part.
 const admissionCTE = `
 	admission AS MATERIALIZED (
-		SELECT id, free, rate_requests, rate_per_ms, next_slot_at, budget, reset_at, due,
+		SELECT id, free, rate_requests, rate_per_ms, next_slot_at, budget, reset_at, due, ready_at,
 			MAX(due, ready_at) AS admits_at
 		FROM (
 			SELECT s.id, s.max_concurrent - ` + scopeRunning + ` AS free,
@@ -64,9 +64,16 @@ const opState = `CASE WHEN ` + opHeldBackByScope + ` THEN 'waitingForBudget' ELS
 
 // opNextAttemptAt is the next attempt time an operation reports: for a due
 // operation the later of its own time and its scope's ready time (the
-// moment its scope admits it); as stored otherwise.
-const opNextAttemptAt = `CASE WHEN o.state IN ` + dueStates + ` THEN MAX(o.next_attempt_at, ` + scopeReadyAt + `)
-	ELSE o.next_attempt_at END`
+// moment its scope admits it, opDueAt); as stored otherwise.
+const opNextAttemptAt = `CASE WHEN o.state IN ` + dueStates + ` THEN ` + opDueAt + ` ELSE o.next_attempt_at END`
+
+// opDueAt is when a due operation may leave: the later of its own time and
+// its scope's ready time (scopeReadyAt).
+const opDueAt = `MAX(o.next_attempt_at, ` + scopeReadyAt + `)`
+
+// opDueAtBound is opDueAt with the scope's ready time bound as ?1 (read
+// once per scope by the claim) instead of read from s.
+const opDueAtBound = `MAX(o.next_attempt_at, ?1)`
 
 // opBlockedBy names what beyond time keeps a due operation back: its
 // scope's hold (scheduler.BlockedByScopeHeld); NULL for none.

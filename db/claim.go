@@ -24,6 +24,8 @@ type eligibleScope struct {
 	hasBudget bool
 	budget    int64
 	resetAt   int64
+	// readyAt is the scope's ready time (scopeReadyAt) as the claim read it.
+	readyAt int64
 }
 
 // ClaimDue leases up to p.Limit due operations in one immediate
@@ -180,7 +182,7 @@ func (db *DB) claimDue(ctx context.Context, tx *sql.Tx, p scheduler.ClaimParams)
 		if s.slotMS > 0 {
 			n = 1
 		}
-		if queues[i], err = findDueOperations(ctx, tx, s.id, now, n); err != nil {
+		if queues[i], err = findDueOperations(ctx, tx, s.id, s.readyAt, now, n); err != nil {
 			return nil, err
 		}
 	}
@@ -242,7 +244,7 @@ func findEligibleScopes(ctx context.Context, tx *sql.Tx, now int64, limit int) (
 	rows, err := tx.QueryContext(ctx, `
 		WITH `+admissionCTE+`
 		SELECT id, free, rate_requests, rate_per_ms, next_slot_at, budget,
-			CASE WHEN reset_at > ?1 THEN reset_at END
+			CASE WHEN reset_at > ?1 THEN reset_at END, ready_at
 		FROM admission
 		WHERE admits_at <= ?1
 		ORDER BY due, id
@@ -257,7 +259,7 @@ func findEligibleScopes(ctx context.Context, tx *sql.Tx, now int64, limit int) (
 			s                                eligibleScope
 			requests, perMS, budget, resetAt sql.NullInt64
 		)
-		if err := rows.Scan(&s.id, &s.free, &requests, &perMS, &s.nextSlotAt, &budget, &resetAt); err != nil {
+		if err := rows.Scan(&s.id, &s.free, &requests, &perMS, &s.nextSlotAt, &budget, &resetAt, &s.readyAt); err != nil {
 			return nil, err
 		}
 		if budget.Valid && resetAt.Valid {
@@ -293,22 +295,24 @@ func budgetPacing(ctx context.Context, tx *sql.Tx, s *eligibleScope, now int64) 
 }
 
 // dueOperation is one due operation a claim may take: its row ID and the
-// time it became eligible (opNextAttemptAt: its own time, or its scope's
-// ready time when that was later).
+// time it became eligible (what opNextAttemptAt reports for it: its own
+// time, or its scope's ready time when that was later).
 type dueOperation struct {
 	id       int64
 	eligible int64
 }
 
 // findDueOperations returns up to n operations of a scope due at now,
-// oldest due first, from the due partial index.
-func findDueOperations(ctx context.Context, tx *sql.Tx, scopeID, now int64, n int) ([]dueOperation, error) {
+// oldest due first, from the due partial index. readyAt is the scope's
+// ready time, read once by findEligibleScopes: each operation's eligible
+// time is opDueAt with it bound, so the scope row is not joined per row.
+func findDueOperations(ctx context.Context, tx *sql.Tx, scopeID, readyAt, now int64, n int) ([]dueOperation, error) {
 	rows, err := tx.QueryContext(ctx, `
-		SELECT o.id, `+opNextAttemptAt+`
-		FROM operations o JOIN scopes s ON s.id = o.scope_id
-		WHERE o.scope_id = ? AND o.state IN `+dueStates+` AND o.next_attempt_at <= ?
+		SELECT o.id, `+opDueAtBound+`
+		FROM operations o
+		WHERE o.scope_id = ?2 AND o.state IN `+dueStates+` AND o.next_attempt_at <= ?3
 		ORDER BY o.next_attempt_at, o.id
-		LIMIT ?`, scopeID, now, n)
+		LIMIT ?4`, readyAt, scopeID, now, n)
 	if err != nil {
 		return nil, err
 	}
