@@ -145,7 +145,8 @@ func TestExpireOverdueBatches(t *testing.T) {
 }
 
 // With nothing overdue ExpireOverdue takes no write transaction: it goes
-// through while another connection holds the write lock.
+// through while another connection holds the write lock (a write would
+// wait out the busy timeout and fail with SQLITE_BUSY).
 func TestExpireOverdueIdleWritesNothing(t *testing.T) {
 	d, path := newTestDB(t)
 	putScope(t, d, "a", scopeOpts{})
@@ -160,13 +161,9 @@ func TestExpireOverdueIdleWritesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.ExecContext(context.Background(), `ROLLBACK`)
-	start := time.Now()
 	res := expire(t, d, t0.Add(30*time.Minute), 10)
 	if res.Expired != 0 || !res.Next.Equal(t0.Add(time.Hour)) {
 		t.Fatalf("result %+v", res)
-	}
-	if took := time.Since(start); took > 2*time.Second {
-		t.Fatalf("took %s: it waited for the write lock", took)
 	}
 }
 
