@@ -25,7 +25,7 @@ func TestNextWakeIsWhenTheClaimAdmits(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		ctx := context.Background()
 		// One database, emptied for each state.
-		for _, table := range []string{"attempts", "audit", "operations", "changes", "scopes"} {
+		for _, table := range []string{"attempts", "audit", "operations", "changes", "scope_routes", "scope_budgets", "scopes"} {
 			if _, err := raw.Exec(`DELETE FROM ` + table); err != nil {
 				rt.Fatal(err)
 			}
@@ -76,17 +76,44 @@ func TestNextWakeIsWhenTheClaimAdmits(t *testing.T) {
 			if rapid.Bool().Draw(rt, "slot") {
 				slot = offset("nextSlotAt", -30, 120)
 			}
-			var remaining, reset any
-			if rapid.Bool().Draw(rt, "budget") {
-				remaining = rapid.IntRange(0, 5).Draw(rt, "remaining")
-				if rapid.IntRange(0, 3).Draw(rt, "resetKnown") > 0 {
-					reset = offset("resetAt", -30, 300)
+			if _, err := raw.Exec(`UPDATE scopes SET hold_reason = ?, paused_until = ?, next_slot_at = ? WHERE name = ?`,
+				hold, paused, slot, name); err != nil {
+				rt.Fatal(err)
+			}
+			// Its budgets: the default one, and sometimes a named
+			// resource's that some of its operations spend (design §12).
+			resources := []string{""}
+			if rapid.Bool().Draw(rt, "namedResource") {
+				resources = append(resources, "search")
+				if _, err := raw.Exec(`INSERT INTO scope_budgets (scope_id, resource) SELECT id, 'search' FROM scopes WHERE name = ?`, name); err != nil {
+					rt.Fatal(err)
+				}
+				if _, err := raw.Exec(`UPDATE operations SET resource = 'search'
+					WHERE id IN (SELECT id FROM operations WHERE scope_id = (SELECT id FROM scopes WHERE name = ?) ORDER BY random() LIMIT ?)`,
+					name, rapid.IntRange(0, 4).Draw(rt, "searchOps")); err != nil {
+					rt.Fatal(err)
 				}
 			}
-			if _, err := raw.Exec(`UPDATE scopes SET hold_reason = ?, paused_until = ?, next_slot_at = ?,
-				budget_remaining = ?, budget_reset_at = ? WHERE name = ?`,
-				hold, paused, slot, remaining, reset, name); err != nil {
-				rt.Fatal(err)
+			for _, res := range resources {
+				var remaining, reset any
+				if rapid.Bool().Draw(rt, "budget") {
+					remaining = rapid.IntRange(0, 5).Draw(rt, "remaining")
+					if rapid.IntRange(0, 3).Draw(rt, "resetKnown") > 0 {
+						reset = offset("resetAt", -30, 300)
+					}
+				}
+				var budgetPaused, budgetSlot int64
+				if rapid.IntRange(0, 3).Draw(rt, "budgetPaused") == 0 {
+					budgetPaused = offset("budgetPausedUntil", -30, 120)
+				}
+				if rapid.IntRange(0, 3).Draw(rt, "budgetSlot") == 0 {
+					budgetSlot = offset("budgetSlotAt", -30, 120)
+				}
+				if _, err := raw.Exec(`UPDATE scope_budgets SET remaining = ?, reset_at = ?, paused_until = ?, next_slot_at = ?
+					WHERE scope_id = (SELECT id FROM scopes WHERE name = ?) AND resource = ?`,
+					remaining, reset, budgetPaused, budgetSlot, name, res); err != nil {
+					rt.Fatal(err)
+				}
 			}
 		}
 		now := t0.Add(time.Duration(rapid.IntRange(0, 60).Draw(rt, "now")) * time.Second)
@@ -145,7 +172,7 @@ func TestOperationsReportWhatTheirScopeDoes(t *testing.T) {
 		args  []any
 	}{
 		{`UPDATE scopes SET paused_until = ? WHERE name = 'paused'`, []any{pauseEnd.UnixMilli()}},
-		{`UPDATE scopes SET budget_remaining = 0, budget_reset_at = ? WHERE name = 'spent'`, []any{reset.UnixMilli()}},
+		{`UPDATE scope_budgets SET remaining = 0, reset_at = ? WHERE resource = '' AND scope_id = (SELECT id FROM scopes WHERE name = 'spent')`, []any{reset.UnixMilli()}},
 		{`UPDATE scopes SET next_slot_at = ? WHERE name = 'slot'`, []any{slot.UnixMilli()}},
 		{`UPDATE scopes SET hold_reason = 'authRevoked' WHERE name = 'held'`, nil},
 	} {

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -13,18 +14,26 @@ import (
 	"pacer/scheduler"
 )
 
-// eligibleScope is a scope that may send now, with its free capacity.
-type eligibleScope struct {
-	id         int64
-	free       int   // concurrency slots left
-	slotMS     int64 // even spacing of a configured rate; 0 without one
+// eligibleBudget is one budget of a scope whose requests may leave now,
+// with what its scope and the budget allow.
+type eligibleBudget struct {
+	scopeID  int64
+	resource string
+	free     int   // the scope's concurrency slots left
+	slotMS   int64 // even spacing of the scope's configured rate; 0 without one
+	// nextSlotAt is the scope's configured rate slot.
 	nextSlotAt int64
+	// budgetSlotAt is the budget's pacing slot.
+	budgetSlotAt int64
 	// budget is the learned budget left above the reserve until resetAt;
 	// meaningful only when hasBudget.
 	hasBudget bool
 	budget    int64
 	resetAt   int64
-	// readyAt is the scope's ready time (scopeReadyAt) as the claim read it.
+	// pacedMS is the spacing that spreads the budget over the time left
+	// to its reset (budgetPacing); 0 when the budget covers the work due.
+	pacedMS int64
+	// readyAt is the budget's ready time (readyAt) as the claim read it.
 	readyAt int64
 }
 
@@ -162,39 +171,63 @@ func synchronous(ctx context.Context, tx *sql.Tx) (int, error) {
 
 func (db *DB) claimDue(ctx context.Context, tx *sql.Tx, p scheduler.ClaimParams) ([]scheduler.Claim, error) {
 	now := millis(p.Now)
-	scopes, err := findEligibleScopes(ctx, tx, now, p.Limit)
+	budgets, err := findEligibleBudgets(ctx, tx, now, p.Limit)
 	if err != nil {
 		return nil, err
 	}
-	// Each scope's oldest due operations, as many as it may take.
-	queues := make([][]dueOperation, len(scopes))
-	for i := range scopes {
-		s := &scopes[i]
-		n := min(s.free, p.Limit)
-		if s.hasBudget {
-			n = min(n, int(min(s.budget, int64(p.Limit))))
-			paced, err := budgetPacing(ctx, tx, s, now)
-			if err != nil {
+	// Each budget's oldest due operations, as many as it may take; then
+	// each scope's, merged oldest first across its budgets, as many as the
+	// scope may take.
+	var (
+		order  []int64 // scopes, in admission order
+		queues = map[int64][]dueOperation{}
+		free   = map[int64]int{}
+	)
+	for i := range budgets {
+		b := &budgets[i]
+		n := min(b.free, p.Limit)
+		if b.hasBudget {
+			n = min(n, int(min(b.budget, int64(p.Limit))))
+			if b.pacedMS, err = budgetPacing(ctx, tx, b, now); err != nil {
 				return nil, err
 			}
-			s.slotMS = max(s.slotMS, paced)
 		}
-		if s.slotMS > 0 {
+		if b.slotMS > 0 || b.pacedMS > 0 {
 			n = 1
 		}
-		if queues[i], err = findDueOperations(ctx, tx, s.id, s.readyAt, now, n); err != nil {
+		due, err := findDueOperations(ctx, tx, b.scopeID, b.resource, b.readyAt, now, n)
+		if err != nil {
 			return nil, err
 		}
+		for j := range due {
+			due[j].budget = i
+		}
+		if _, seen := queues[b.scopeID]; !seen {
+			order = append(order, b.scopeID)
+			free[b.scopeID] = b.free
+			if b.slotMS > 0 {
+				free[b.scopeID] = 1
+			}
+		}
+		queues[b.scopeID] = append(queues[b.scopeID], due...)
+	}
+	for _, id := range order {
+		q := queues[id]
+		slices.SortStableFunc(q, func(a, b dueOperation) int {
+			if c := cmp.Compare(a.nextAttemptAt, b.nextAttemptAt); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.id, b.id)
+		})
+		queues[id] = q[:min(len(q), free[id])]
 	}
 	// Round robin: one per scope per round, until Limit.
-	var picked []int64
-	eligible := map[int64]int64{}
+	var picked []dueOperation
 	for round := 0; len(picked) < p.Limit; round++ {
 		took := false
-		for i := range queues {
-			if round < len(queues[i]) && len(picked) < p.Limit {
-				picked = append(picked, queues[i][round].id)
-				eligible[queues[i][round].id] = queues[i][round].eligible
+		for _, id := range order {
+			if q := queues[id]; round < len(q) && len(picked) < p.Limit {
+				picked = append(picked, q[round])
 				took = true
 			}
 		}
@@ -203,32 +236,46 @@ func (db *DB) claimDue(ctx context.Context, tx *sql.Tx, p scheduler.ClaimParams)
 		}
 	}
 
-	ops, err := claimOperations(ctx, tx, picked, now, millis(p.Now.Add(p.LeaseFor)))
+	rowIDs := make([]int64, len(picked))
+	eligible := make(map[int64]int64, len(picked))
+	taken := make([]int64, len(budgets))
+	for i, d := range picked {
+		rowIDs[i] = d.id
+		eligible[d.id] = d.eligible
+		taken[d.budget]++
+	}
+	ops, err := claimOperations(ctx, tx, rowIDs, now, millis(p.Now.Add(p.LeaseFor)))
 	if err != nil {
 		return nil, err
 	}
-	taken := map[int64]int64{}
 	for i, r := range ops {
-		taken[r.scopeID]++
 		// What the operation waited for, its own time or its scope's:
 		// dispatch lateness counts from there.
 		ops[i].NextAttemptAt = fromMillis(eligible[r.id])
 	}
-	for _, s := range scopes {
-		k := taken[s.id]
+	slotTaken := map[int64]bool{}
+	for i, b := range budgets {
+		k := taken[i]
 		if k == 0 {
 			continue
 		}
-		if s.slotMS > 0 {
-			next := max(s.nextSlotAt, now) + s.slotMS
-			if _, err := tx.ExecContext(ctx, `UPDATE scopes SET next_slot_at = ? WHERE id = ?`, next, s.id); err != nil {
+		if b.slotMS > 0 && !slotTaken[b.scopeID] {
+			slotTaken[b.scopeID] = true
+			next := max(b.nextSlotAt, now) + b.slotMS
+			if _, err := tx.ExecContext(ctx, `UPDATE scopes SET next_slot_at = ? WHERE id = ?`, next, b.scopeID); err != nil {
 				return nil, err
 			}
 		}
-		if s.hasBudget {
+		if b.hasBudget {
 			// Count the requests now in flight against the learned budget
-			// until the provider's next answer says otherwise.
-			if _, err := tx.ExecContext(ctx, `UPDATE scopes SET budget_remaining = budget_remaining - ? WHERE id = ?`, k, s.id); err != nil {
+			// until the provider's next answer says otherwise, and pace
+			// the rest of it.
+			next := b.budgetSlotAt
+			if b.pacedMS > 0 {
+				next = max(b.budgetSlotAt, now) + b.pacedMS
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE scope_budgets SET remaining = remaining - ?, next_slot_at = ?
+				WHERE scope_id = ? AND resource = ?`, k, next, b.scopeID, b.resource); err != nil {
 				return nil, err
 			}
 		}
@@ -236,83 +283,86 @@ func (db *DB) claimDue(ctx context.Context, tx *sql.Tx, p scheduler.ClaimParams)
 	return db.withScopes(ctx, tx, ops)
 }
 
-// findEligibleScopes returns up to limit scopes that may send at now and
-// have due work, the one with the oldest due work first: the rows of the
-// admission table (admissionCTE, the one rule NextWake waits by) whose
-// admits_at has come.
-func findEligibleScopes(ctx context.Context, tx *sql.Tx, now int64, limit int) ([]eligibleScope, error) {
+// findEligibleBudgets returns up to limit budgets whose requests may leave
+// at now and have due work, the one with the oldest due work first: the
+// rows of the admission table (admissionCTE, the one rule NextWake waits
+// by) whose admits_at has come.
+func findEligibleBudgets(ctx context.Context, tx *sql.Tx, now int64, limit int) ([]eligibleBudget, error) {
 	rows, err := tx.QueryContext(ctx, `
 		WITH `+admissionCTE+`
-		SELECT id, free, rate_requests, rate_per_ms, next_slot_at, budget,
+		SELECT id, resource, free, rate_requests, rate_per_ms, next_slot_at, COALESCE(budget_slot_at, 0), budget,
 			CASE WHEN reset_at > ?1 THEN reset_at END, ready_at
 		FROM admission
 		WHERE admits_at <= ?1
-		ORDER BY due, id
-		LIMIT ?2`, now, limit)
+		ORDER BY due, id, resource
+		LIMIT CAST(?2 AS INTEGER)`, now, limit)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []eligibleScope
+	var out []eligibleBudget
 	for rows.Next() {
 		var (
-			s                                eligibleScope
+			b                                eligibleBudget
 			requests, perMS, budget, resetAt sql.NullInt64
 		)
-		if err := rows.Scan(&s.id, &s.free, &requests, &perMS, &s.nextSlotAt, &budget, &resetAt, &s.readyAt); err != nil {
+		if err := rows.Scan(&b.scopeID, &b.resource, &b.free, &requests, &perMS, &b.nextSlotAt, &b.budgetSlotAt, &budget, &resetAt, &b.readyAt); err != nil {
 			return nil, err
 		}
 		if budget.Valid && resetAt.Valid {
-			s.hasBudget, s.budget, s.resetAt = true, budget.Int64, resetAt.Int64
+			b.hasBudget, b.budget, b.resetAt = true, budget.Int64, resetAt.Int64
 		}
 		if requests.Valid {
-			s.slotMS = (perMS.Int64 + requests.Int64 - 1) / requests.Int64 // ceil: never faster than the rate
-			s.slotMS = max(s.slotMS, 1)
+			b.slotMS = (perMS.Int64 + requests.Int64 - 1) / requests.Int64 // ceil: never faster than the rate
+			b.slotMS = max(b.slotMS, 1)
 		}
-		out = append(out, s)
+		out = append(out, b)
 	}
 	return out, rows.Err()
 }
 
-// budgetPacing returns the spacing that spreads a scope's learned budget
-// over the time left until its reset, when the scope has more work due
-// before the reset than budget left; 0 when the budget covers the work and
-// it may go at once. The backlog count stops at budget+1 rows.
-func budgetPacing(ctx context.Context, tx *sql.Tx, s *eligibleScope, now int64) (int64, error) {
+// budgetPacing returns the spacing that spreads a learned budget over the
+// time left until its reset, when more work spending it is due before the
+// reset than budget left; 0 when the budget covers the work and it may go
+// at once. The backlog count stops at budget+1 rows.
+func budgetPacing(ctx context.Context, tx *sql.Tx, b *eligibleBudget, now int64) (int64, error) {
 	var due int64
 	err := tx.QueryRowContext(ctx, `
 		SELECT COUNT(*) FROM (
 			SELECT 1 FROM operations
-			WHERE scope_id = ? AND state IN ('scheduled', 'waitingForBudget') AND next_attempt_at <= ?
-			LIMIT ?)`, s.id, s.resetAt, s.budget+1).Scan(&due)
+			WHERE scope_id = ? AND resource = ? AND state IN ('scheduled', 'waitingForBudget') AND next_attempt_at <= ?
+			LIMIT ?)`, b.scopeID, b.resource, b.resetAt, b.budget+1).Scan(&due)
 	if err != nil {
 		return 0, fmt.Errorf("count work due before the budget reset: %w", err)
 	}
-	if due <= s.budget {
+	if due <= b.budget {
 		return 0, nil
 	}
-	return max((s.resetAt-now)/s.budget, 1), nil
+	return max((b.resetAt-now)/b.budget, 1), nil
 }
 
 // dueOperation is one due operation a claim may take: its row ID and the
 // time it became eligible (what opNextAttemptAt reports for it: its own
 // time, or its scope's ready time when that was later).
 type dueOperation struct {
-	id       int64
-	eligible int64
+	id            int64
+	nextAttemptAt int64
+	eligible      int64
+	budget        int // index of its budget in the claim's eligible budgets
 }
 
-// findDueOperations returns up to n operations of a scope due at now,
-// oldest due first, from the due partial index. readyAt is the scope's
-// ready time, read once by findEligibleScopes: each operation's eligible
-// time is opDueAt with it bound, so the scope row is not joined per row.
-func findDueOperations(ctx context.Context, tx *sql.Tx, scopeID, readyAt, now int64, n int) ([]dueOperation, error) {
+// findDueOperations returns up to n operations due at now that spend a
+// scope's budget of resource, oldest due first, from the due partial
+// index. readyAt is the budget's ready time, read once by
+// findEligibleBudgets: each operation's eligible time is opDueAt with it
+// bound, so the scope and budget rows are not joined per row.
+func findDueOperations(ctx context.Context, tx *sql.Tx, scopeID int64, resource string, readyAt, now int64, n int) ([]dueOperation, error) {
 	rows, err := tx.QueryContext(ctx, `
-		SELECT o.id, `+opDueAtBound+`
+		SELECT o.id, o.next_attempt_at, `+opDueAtBound+`
 		FROM operations o
-		WHERE o.scope_id = ?2 AND o.state IN `+dueStates+` AND o.next_attempt_at <= ?3
+		WHERE o.scope_id = ?2 AND o.resource = ?3 AND o.state IN `+dueStates+` AND o.next_attempt_at <= ?4
 		ORDER BY o.next_attempt_at, o.id
-		LIMIT ?4`, readyAt, scopeID, now, n)
+		LIMIT CAST(?5 AS INTEGER)`, readyAt, scopeID, resource, now, n)
 	if err != nil {
 		return nil, err
 	}
@@ -320,7 +370,7 @@ func findDueOperations(ctx context.Context, tx *sql.Tx, scopeID, readyAt, now in
 	var ops []dueOperation
 	for rows.Next() {
 		var d dueOperation
-		if err := rows.Scan(&d.id, &d.eligible); err != nil {
+		if err := rows.Scan(&d.id, &d.nextAttemptAt, &d.eligible); err != nil {
 			return nil, err
 		}
 		ops = append(ops, d)
@@ -437,7 +487,7 @@ func (db *DB) listRunning(ctx context.Context, tx *sql.Tx, expiredBy time.Time, 
 		limit = -1 // SQLite: no limit
 	}
 	query := `SELECT ` + operationColumns + `
-		FROM operations o INDEXED BY operations_running_lease JOIN scopes s ON s.id = o.scope_id
+		FROM operations o INDEXED BY operations_running_lease JOIN scopes s ON s.id = o.scope_id ` + operationBudgetJoin + `
 		WHERE o.state = 'running'`
 	args := []any{}
 	if !expiredBy.IsZero() {

@@ -89,16 +89,19 @@ func completeAttempt(ctx context.Context, tx *sql.Tx, c scheduler.Completion) (b
 		failure = nullString(string(d.FailureReason))
 	}
 
-	var rowID, scopeID int64
+	var (
+		rowID, scopeID         int64
+		method, path, resource string
+	)
 	err = tx.QueryRowContext(ctx, `
 		UPDATE operations SET state = ?, next_attempt_at = ?, hold_reason = ?, failure_reason = ?,
 			last_outcome = ?, last_response = ?, result = ?, lease_expires_at = NULL, updated_at = ?,
 			maybe_applied = max(maybe_applied, ?), budget_attempts = max(budget_attempts - ?, 0)
 		WHERE operation_id = ? AND state = 'running' AND lease_token = ?
-		RETURNING id, scope_id`,
+		RETURNING id, scope_id, method, path, resource`,
 		string(d.State), next, hold, failure, string(lastOutcome), lastResponse, result, millis(c.FinishedAt),
 		boolInt(d.MaybeApplied), boolInt(d.Uncounted),
-		c.OperationID, c.LeaseToken).Scan(&rowID, &scopeID)
+		c.OperationID, c.LeaseToken).Scan(&rowID, &scopeID, &method, &path, &resource)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, markStale(ctx, tx, c)
 	} else if err != nil {
@@ -127,6 +130,17 @@ func completeAttempt(ctx context.Context, tx *sql.Tx, c scheduler.Completion) (b
 		return false, err
 	} else if n != 1 {
 		return false, fmt.Errorf("no attempt %d with lease token %d", c.Attempt, c.LeaseToken)
+	}
+	if e := d.Scope; e.ResourceKnown && e.Resource != resource {
+		// The answer names the budget this request spends: learn its
+		// route, and move this operation there too (it was running while
+		// its route moved, or this answer is the first to say).
+		if err := learnRoute(ctx, tx, scopeID, method, path, e.Resource, millis(c.FinishedAt)); err != nil {
+			return false, err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE operations SET resource = ? WHERE id = ?`, e.Resource, rowID); err != nil {
+			return false, fmt.Errorf("move operation to budget %q: %w", e.Resource, err)
+		}
 	}
 	if err := applyScopeEffect(ctx, tx, scopeID, d.Scope, c); err != nil {
 		return false, err
@@ -179,14 +193,25 @@ func applyScopeEffect(ctx context.Context, tx *sql.Tx, scopeID int64, e schedule
 		// and the claim already counted requests still in flight: keep the
 		// lower remaining figure. A new window replaces the figures.
 		_, err := tx.ExecContext(ctx, `
-			UPDATE scopes SET
-				budget_remaining = CASE WHEN ?3 IS NOT NULL AND budget_reset_at = ?3
-					THEN MIN(budget_remaining, ?1) ELSE ?1 END,
-				budget_limit = ?2, budget_reset_at = ?3
-			WHERE id = ?4`,
-			b.Remaining, limit, nullMillis(b.ResetAt), scopeID)
+			INSERT INTO scope_budgets (scope_id, resource, remaining, "limit", reset_at) VALUES (?4, ?5, ?1, ?2, ?3)
+			ON CONFLICT (scope_id, resource) DO UPDATE SET
+				remaining = CASE WHEN ?3 IS NOT NULL AND reset_at = ?3 THEN MIN(remaining, ?1) ELSE ?1 END,
+				"limit" = ?2, reset_at = ?3`,
+			b.Remaining, limit, nullMillis(b.ResetAt), scopeID, e.Resource)
 		if err != nil {
-			return fmt.Errorf("record scope budget: %w", err)
+			return fmt.Errorf("record budget %q: %w", e.Resource, err)
+		}
+	}
+	if !e.BudgetPauseUntil.IsZero() {
+		// Pauses only the requests spending this budget; never shortens
+		// a pause in place.
+		_, err := tx.ExecContext(ctx, `
+			INSERT INTO scope_budgets (scope_id, resource, paused_until, pause_reason) VALUES (?3, ?4, ?1, ?2)
+			ON CONFLICT (scope_id, resource) DO UPDATE SET paused_until = ?1, pause_reason = ?2
+			WHERE paused_until < ?1`,
+			millis(e.BudgetPauseUntil), e.BudgetPauseReason, scopeID, e.Resource)
+		if err != nil {
+			return fmt.Errorf("pause budget %q: %w", e.Resource, err)
 		}
 	}
 	return nil

@@ -48,7 +48,7 @@ func (db *DB) CountByState(ctx context.Context, now time.Time) (scheduler.Counts
 	// each scope before its ready time.
 	var heldBack int
 	err = tx.QueryRowContext(ctx, `
-		SELECT COUNT(*) FROM scopes s CROSS JOIN operations o INDEXED BY operations_due
+		SELECT COUNT(*) FROM scopes s CROSS JOIN operations o INDEXED BY operations_due `+operationBudgetJoin+`
 		WHERE o.scope_id = s.id AND o.state IN `+dueStates+` AND o.state = 'scheduled' AND `+opHeldBackByScope).Scan(&heldBack)
 	if err != nil {
 		return scheduler.Counts{}, fmt.Errorf("count operations held back by their scope: %w", err)
@@ -61,7 +61,7 @@ func (db *DB) CountByState(ctx context.Context, now time.Time) (scheduler.Counts
 		}
 	}
 
-	rows, err = tx.QueryContext(ctx, `SELECT s.hold_reason, `+scopePausedUntil+` FROM scopes s`)
+	rows, err = tx.QueryContext(ctx, `SELECT s.hold_reason, `+scopePausedUntil+scopeFrom)
 	if err != nil {
 		return scheduler.Counts{}, fmt.Errorf("count scopes by status: %w", err)
 	}

@@ -343,8 +343,8 @@ func TestQueryPlans(t *testing.T) {
 		args               []any
 	}
 	for _, tc := range []planCase{
-		{"Due", `SELECT id FROM operations WHERE scope_id = 1 AND state IN ('scheduled', 'waitingForBudget') AND next_attempt_at <= 5 ORDER BY next_attempt_at, id LIMIT 3`, "operations_due", nil},
-		{"EarliestDue", `SELECT next_attempt_at FROM operations WHERE scope_id = 1 AND state IN ('scheduled', 'waitingForBudget') ORDER BY next_attempt_at LIMIT 1`, "operations_due", nil},
+		{"Due", `SELECT id FROM operations WHERE scope_id = 1 AND resource = '' AND state IN ('scheduled', 'waitingForBudget') AND next_attempt_at <= 5 ORDER BY next_attempt_at, id LIMIT 3`, "operations_due", nil},
+		{"EarliestDue", `SELECT next_attempt_at FROM operations WHERE scope_id = 1 AND resource = 'search' AND state IN ('scheduled', 'waitingForBudget') ORDER BY next_attempt_at LIMIT 1`, "operations_due", nil},
 		{"Running", `SELECT COUNT(*) FROM operations WHERE scope_id = 1 AND state = 'running'`, "operations_running_scope", nil},
 		{"LeaseExpiry", `SELECT MIN(lease_expires_at) FROM operations INDEXED BY operations_running_lease WHERE state = 'running'`, "operations_running_lease", nil},
 		{"ExpiredLeases", `SELECT o.id FROM operations o INDEXED BY operations_running_lease JOIN scopes s ON s.id = o.scope_id WHERE o.state = 'running' AND o.lease_expires_at <= 5 ORDER BY o.lease_expires_at, o.id LIMIT 10`, "operations_running_lease", nil},

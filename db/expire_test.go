@@ -3,6 +3,8 @@ package db_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -257,7 +259,7 @@ func TestMigrationMarksMaybeApplied(t *testing.T) {
 	d.Close()
 	// Take the file back to version 1: undo every later migration.
 	raw := rawDB(t, path)
-	for _, q := range []string{`ALTER TABLE attempts DROP COLUMN response`, `ALTER TABLE operations DROP COLUMN last_response`, `DROP TABLE write_probe`, `DROP INDEX operations_identity`, `DROP INDEX operations_waiting_deadline`, `ALTER TABLE operations DROP COLUMN maybe_applied`, `PRAGMA user_version = 1`} {
+	for _, q := range []string{undoResourceBudgets, `ALTER TABLE attempts DROP COLUMN response`, `ALTER TABLE operations DROP COLUMN last_response`, `DROP TABLE write_probe`, `DROP INDEX operations_identity`, `DROP INDEX operations_waiting_deadline`, `ALTER TABLE operations DROP COLUMN maybe_applied`, `PRAGMA user_version = 1`} {
 		if _, err := raw.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
@@ -269,6 +271,52 @@ func TestMigrationMarksMaybeApplied(t *testing.T) {
 	}
 	if op := getOp(t, d, "read"); op.MaybeApplied {
 		t.Error("a read is marked")
+	}
+}
+
+// undoResourceBudgets takes a database from version 6 back to 5.
+const undoResourceBudgets = `
+	DROP TRIGGER scopes_default_budget;
+	DROP TABLE scope_routes;
+	DROP TABLE scope_budgets;
+	DROP INDEX operations_due;
+	ALTER TABLE operations DROP COLUMN resource;
+	CREATE INDEX operations_due ON operations (scope_id, next_attempt_at) WHERE state IN ('scheduled', 'waitingForBudget');
+	PRAGMA user_version = 5;`
+
+// Migration 6 moves each scope's learned budget to its default budget row,
+// and gives every scope one, so that its operations are admitted as
+// before.
+func TestMigrationMovesBudgets(t *testing.T) {
+	d, path := newTestDB(t)
+	putScope(t, d, "a", scopeOpts{MaxConcurrent: 5})
+	putScope(t, d, "b", scopeOpts{MaxConcurrent: 5})
+	enqueue(t, d, t0, newOp("a1", "a", t0), newOp("a2", "a", t0), newOp("b1", "b", t0))
+	d.Close()
+	raw := rawDB(t, path)
+	reset := t0.Add(time.Hour)
+	for _, q := range []string{undoResourceBudgets,
+		fmt.Sprintf(`UPDATE scopes SET budget_remaining = 1, budget_limit = 60, budget_reset_at = %d WHERE name = 'a'`, reset.UnixMilli())} {
+		if _, err := raw.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	raw.Close()
+	d = openTestDB(t, path)
+	s, err := d.GetScope(context.Background(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := s.Budget; b == nil || b.Remaining != 1 || b.Limit != 60 || !b.ResetAt.Equal(reset) {
+		t.Fatalf("budget after migration %+v, want 1 of 60 until %s", s.Budget, reset)
+	}
+	// a's budget lets one through; b has none.
+	var got []string
+	for _, c := range claim(t, d, t0, 10) {
+		got = append(got, c.Operation.ID)
+	}
+	if slices.Sort(got); !slices.Equal(got, []string{"a1", "b1"}) {
+		t.Fatalf("claimed %v, want [a1 b1]", got)
 	}
 }
 

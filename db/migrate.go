@@ -30,7 +30,8 @@ func migrations() []string {
 			id INTEGER PRIMARY KEY CHECK (id = 1),
 			pad BLOB NOT NULL
 		) STRICT;`,
-		lastResponses, // version 5
+		lastResponses,   // version 5
+		resourceBudgets, // version 6
 	}
 }
 
@@ -58,6 +59,69 @@ CREATE INDEX operations_waiting_deadline ON operations (deadline)
 const lastResponses = `
 ALTER TABLE operations ADD COLUMN last_response TEXT CHECK (last_response IS NULL OR json_valid(last_response));
 ALTER TABLE attempts ADD COLUMN response TEXT CHECK (response IS NULL OR json_valid(response));
+`
+
+// resourceBudgets (design §12 "Separate budgets where the provider keeps
+// them") gives every scope one learned budget per resource the provider
+// names (GitHub's x-ratelimit-resource: search, graphql, …), so that a
+// spent search budget does not hold a REST write:
+//   - scope_budgets holds each budget: its figures, its own pause and its
+//     pacing slot. Resource ” is the profile's default budget, the one a
+//     request spends unless its route was learned to spend another; every
+//     scope has that row (the trigger below), filled here from the scope's
+//     old budget columns, which are unused from this version on.
+//   - scope_routes maps a request's route ("METHOD /first-segment", or
+//     "METHOD /whole/path" where it differs from its first segment) to the
+//     resource the provider's answer named for it; each route's resource
+//     has its budget row (the triggers below).
+//   - operations.resource is the resource an operation's request spends,
+//     from scope_routes; the due index leads with it, so admission reads
+//     the head of each budget's due rows.
+//
+// A scope's configured rate slot stays scopes.next_slot_at; the pacing of
+// a learned budget moves to its row.
+const resourceBudgets = `
+CREATE TABLE scope_budgets (
+    scope_id     INTEGER NOT NULL REFERENCES scopes (id),
+    resource     TEXT    NOT NULL,
+    remaining    INTEGER,
+    "limit"      INTEGER,
+    reset_at     INTEGER,
+    paused_until INTEGER NOT NULL DEFAULT 0,
+    pause_reason TEXT    NOT NULL DEFAULT '',
+    next_slot_at INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (scope_id, resource),
+    CHECK (remaining IS NOT NULL OR ("limit" IS NULL AND reset_at IS NULL))
+) STRICT, WITHOUT ROWID;
+INSERT INTO scope_budgets (scope_id, resource, remaining, "limit", reset_at)
+	SELECT id, '', budget_remaining, budget_limit, budget_reset_at FROM scopes;
+UPDATE scopes SET budget_remaining = NULL, budget_limit = NULL, budget_reset_at = NULL;
+CREATE TRIGGER scopes_default_budget AFTER INSERT ON scopes
+BEGIN
+    INSERT INTO scope_budgets (scope_id, resource) VALUES (NEW.id, '');
+END;
+CREATE TABLE scope_routes (
+    scope_id   INTEGER NOT NULL REFERENCES scopes (id),
+    route      TEXT    NOT NULL CHECK (route <> ''),
+    resource   TEXT    NOT NULL,
+    -- 1 for a whole path's route that differs from its first segment's
+    -- (at most scheduler.MaxExceptionRoutes of them are kept).
+    exception  INTEGER NOT NULL CHECK (exception IN (0, 1)),
+    learned_at INTEGER NOT NULL,
+    PRIMARY KEY (scope_id, route)
+) STRICT, WITHOUT ROWID;
+CREATE TRIGGER scope_routes_budget_insert AFTER INSERT ON scope_routes
+BEGIN
+    INSERT OR IGNORE INTO scope_budgets (scope_id, resource) VALUES (NEW.scope_id, NEW.resource);
+END;
+CREATE TRIGGER scope_routes_budget_update AFTER UPDATE OF resource ON scope_routes
+BEGIN
+    INSERT OR IGNORE INTO scope_budgets (scope_id, resource) VALUES (NEW.scope_id, NEW.resource);
+END;
+ALTER TABLE operations ADD COLUMN resource TEXT NOT NULL DEFAULT '';
+DROP INDEX operations_due;
+CREATE INDEX operations_due ON operations (scope_id, resource, next_attempt_at)
+    WHERE state IN ('scheduled', 'waitingForBudget');
 `
 
 // SchemaVersion is the schema version this binary writes and expects

@@ -27,7 +27,7 @@ const operationColumns = `o.id, o.scope_id, o.operation_id, s.name, s.provider, 
 	o.first_sent_at, o.content_hash, o.maybe_applied, ` + opBlockedBy
 
 // operationFrom is the FROM clause that goes with operationColumns.
-const operationFrom = ` FROM operations o JOIN scopes s ON s.id = o.scope_id `
+const operationFrom = ` FROM operations o JOIN scopes s ON s.id = o.scope_id ` + operationBudgetJoin
 
 // opRow is an operation as stored, with its row IDs.
 type opRow struct {
@@ -220,6 +220,9 @@ func enqueueOne(ctx context.Context, tx *sql.Tx, op scheduler.NewOperation, now 
 				return scheduler.EnqueueResult{}, 0, err
 			}
 			scope.idem = scheduler.ScopeIdempotency(scope.provider, idemHeader, profile)
+			if scope.routes, err = scopeRoutes(ctx, tx, scope.id); err != nil {
+				return scheduler.EnqueueResult{}, 0, err
+			}
 		}
 		scopes[op.Scope] = scope
 	}
@@ -257,13 +260,14 @@ func enqueueOne(ctx context.Context, tx *sql.Tx, op scheduler.NewOperation, now 
 	err := tx.QueryRowContext(ctx, `
 		INSERT INTO operations (operation_id, scope_id, kind, method, path, headers, body, content_type,
 			request_identity, state, next_attempt_at, created_at, updated_at, deadline,
-			max_attempts, max_elapsed_ms, content_hash)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'scheduled', ?, ?, ?, ?, ?, ?, ?)
+			max_attempts, max_elapsed_ms, content_hash, resource)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'scheduled', ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (operation_id) DO NOTHING
 		RETURNING id`,
 		op.ID, scope.id, string(op.Kind), op.Request.Method, op.Request.Path, headers, body, op.Request.ContentType,
 		op.RequestIdentity, millis(notBefore), millis(now), millis(now), millis(deadline),
-		op.Retry.MaxAttempts, op.Retry.MaxElapsed.Milliseconds(), op.ContentHash).Scan(&rowID)
+		op.Retry.MaxAttempts, op.Retry.MaxElapsed.Milliseconds(), op.ContentHash,
+		scope.routes.Resource(op.Request.Method, op.Request.Path)).Scan(&rowID)
 	switch {
 	case errors.Is(err, sql.ErrNoRows): // the operation ID exists
 		existing, err := findOperation(ctx, tx, op.ID)
@@ -338,6 +342,7 @@ type scopeRef struct {
 	id       int64
 	provider string
 	idem     providers.Idempotency // whether and how long its provider keeps request identities
+	routes   scheduler.Routes      // which budget each learned route spends
 }
 
 // GetOperation returns the operation or ErrNotFound.

@@ -13,15 +13,19 @@ import (
 	"pacer/scheduler"
 )
 
-// scopeColumns are the columns scanScope reads, in order, for table alias s.
-// The last two are the end of every pause (scopePausedUntil) and the
-// in-flight count, derived from running rows.
+// scopeColumns are the columns scanScope reads, in order, for table alias s
+// and its default budget b (scopeFrom). The last two are the end of every
+// pause (scopePausedUntil) and the in-flight count, derived from running
+// rows.
 const scopeColumns = `s.id, s.name, s.provider, s.base_url, s.credentials, s.idempotency_header,
 	s.max_concurrent, s.rate_requests, s.rate_per_ms, s.hold_reason, s.paused_until, s.pause_reason,
-	s.budget_remaining, s.budget_limit, s.budget_reset_at, s.created_at, s.updated_at,
+	b.remaining, b."limit", b.reset_at, COALESCE(b.paused_until, 0), COALESCE(b.pause_reason, ''), s.created_at, s.updated_at,
 	s.limit_group, s.budget_reserve,
 	s.profile_spec, ` + scopePausedUntil + `,
 	` + scopeRunning
+
+// scopeFrom is the FROM clause that goes with scopeColumns.
+const scopeFrom = ` FROM scopes s ` + defaultBudgetJoin
 
 // scopeRow is a scope as stored, with its row ID and rate slot.
 type scopeRow struct {
@@ -39,6 +43,7 @@ func (db *DB) scanScope(row interface{ Scan(...any) error }) (scopeRow, error) {
 		rateRequests, ratePerMS               sql.NullInt64
 		hold                                  sql.NullString
 		pausedUntil, createdAt, updatedAt     int64
+		budgetPausedUntil                     int64
 		pauseEnds                             int64
 		budgetRemaining, budgetLimit, resetAt sql.NullInt64
 		profileSpec                           sql.NullString
@@ -46,7 +51,7 @@ func (db *DB) scanScope(row interface{ Scan(...any) error }) (scopeRow, error) {
 	s := &sr.Scope
 	err := row.Scan(&sr.id, &s.Name, &s.Provider, &s.BaseURL, &creds, &s.IdempotencyHeader,
 		&s.MaxConcurrent, &rateRequests, &ratePerMS, &hold, &pausedUntil, &s.PauseReason,
-		&budgetRemaining, &budgetLimit, &resetAt, &createdAt, &updatedAt,
+		&budgetRemaining, &budgetLimit, &resetAt, &budgetPausedUntil, &s.BudgetPauseReason, &createdAt, &updatedAt,
 		&s.Group, &s.BudgetReserve, &profileSpec, &pauseEnds, &s.InFlight)
 	if err != nil {
 		return scopeRow{}, err
@@ -60,6 +65,7 @@ func (db *DB) scanScope(row interface{ Scan(...any) error }) (scopeRow, error) {
 	s.HoldReason = scheduler.HoldReason(hold.String)
 	s.PausedUntil = fromMillis(pausedUntil)
 	s.PauseEnds = fromMillis(pauseEnds)
+	s.BudgetPausedUntil = fromMillis(budgetPausedUntil)
 	if budgetRemaining.Valid {
 		s.Budget = &providers.Budget{Remaining: budgetRemaining.Int64, Limit: budgetLimit.Int64, ResetAt: fromNullMillis(resetAt)}
 	}
@@ -238,21 +244,32 @@ func (db *DB) ListScopes(ctx context.Context) ([]scheduler.Scope, error) {
 		return nil, fmt.Errorf("list scopes: %w", err)
 	}
 	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, `SELECT `+scopeColumns+` FROM scopes s ORDER BY s.name`)
+	rows, err := tx.QueryContext(ctx, `SELECT `+scopeColumns+scopeFrom+`ORDER BY s.name`)
 	if err != nil {
 		return nil, fmt.Errorf("list scopes: %w", err)
 	}
 	defer rows.Close()
-	var out []scheduler.Scope
+	var (
+		out []scheduler.Scope
+		ids []int64
+	)
 	for rows.Next() {
 		sr, err := db.scanScope(rows)
 		if err != nil {
 			return nil, fmt.Errorf("list scopes: %w", err)
 		}
-		out = append(out, sr.Scope)
+		out, ids = append(out, sr.Scope), append(ids, sr.id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list scopes: %w", err)
+	}
+	rows.Close()
+	named, err := namedBudgets(ctx, tx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("list scopes: %w", err)
+	}
+	for i := range out {
+		out[i].Resources = named[ids[i]]
 	}
 	return out, nil
 }
@@ -283,8 +300,9 @@ func (db *DB) resumeScope(ctx context.Context, tx *sql.Tx, name string, act sche
 		hold                          sql.NullString
 		pausedUntil, pauseEnds, ready int64
 	)
-	err := tx.QueryRowContext(ctx, `SELECT s.hold_reason, s.paused_until, `+scopePausedUntil+`, `+scopeReadyAt+`
-		FROM scopes s WHERE s.name = ?`, name).Scan(&hold, &pausedUntil, &pauseEnds, &ready)
+	var scopeID int64
+	err := tx.QueryRowContext(ctx, `SELECT s.id, s.hold_reason, s.paused_until, `+scopePausedUntil+`, `+readyAt+
+		scopeFrom+`WHERE s.name = ?`, name).Scan(&scopeID, &hold, &pausedUntil, &pauseEnds, &ready)
 	if errors.Is(err, sql.ErrNoRows) {
 		return scopeRow{}, scheduler.ErrNotFound
 	} else if err != nil {
@@ -303,13 +321,30 @@ func (db *DB) resumeScope(ctx context.Context, tx *sql.Tx, name string, act sche
 	case ready > now:
 		was = append(was, "next rate slot at "+fromMillis(ready).Format(time.RFC3339))
 	}
+	named, err := namedBudgets(ctx, tx, []int64{scopeID})
+	if err != nil {
+		return scopeRow{}, err
+	}
+	for _, r := range named[scopeID] {
+		if r.PauseEnds.After(act.At) {
+			was = append(was, "budget "+r.Resource+" spent until "+r.PauseEnds.UTC().Format(time.RFC3339))
+		}
+	}
 	if len(was) == 0 {
 		was = append(was, "open")
 	}
 	_, err = tx.ExecContext(ctx, `
-		UPDATE scopes SET hold_reason = NULL, paused_until = 0, pause_reason = '', next_slot_at = 0,
-			budget_remaining = NULL, budget_limit = NULL, budget_reset_at = NULL, updated_at = ?
-		WHERE name = ?`, now, name)
+		UPDATE scopes SET hold_reason = NULL, paused_until = 0, pause_reason = '', next_slot_at = 0, updated_at = ?
+		WHERE id = ?`, now, scopeID)
+	if err != nil {
+		return scopeRow{}, err
+	}
+	// Every learned budget is forgotten until the provider's next answer;
+	// the routes learned stay (they are knowledge, not waits).
+	_, err = tx.ExecContext(ctx, `
+		UPDATE scope_budgets SET remaining = NULL, "limit" = NULL, reset_at = NULL,
+			paused_until = 0, pause_reason = '', next_slot_at = 0
+		WHERE scope_id = ?`, scopeID)
 	if err != nil {
 		return scopeRow{}, err
 	}
@@ -320,18 +355,28 @@ func (db *DB) resumeScope(ctx context.Context, tx *sql.Tx, name string, act sche
 	return db.findScopeByName(ctx, tx, name)
 }
 
-// findScopeByName reads one scope, or ErrNotFound.
+// findScopeByName reads one scope, or ErrNotFound,
+// with its named resources' budgets.
 func (db *DB) findScopeByName(ctx context.Context, tx *sql.Tx, name string) (scopeRow, error) {
-	sr, err := db.scanScope(tx.QueryRowContext(ctx, `SELECT `+scopeColumns+` FROM scopes s WHERE s.name = ?`, name))
+	sr, err := db.scanScope(tx.QueryRowContext(ctx, `SELECT `+scopeColumns+scopeFrom+`WHERE s.name = ?`, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return scopeRow{}, scheduler.ErrNotFound
 	}
+	var credErr *CredentialsError
+	if err != nil && !errors.As(err, &credErr) {
+		return sr, err
+	}
+	named, nerr := namedBudgets(ctx, tx, []int64{sr.id})
+	if nerr != nil {
+		return scopeRow{}, nerr
+	}
+	sr.Resources = named[sr.id]
 	return sr, err
 }
 
 // findScopeByID reads one scope by row ID.
 func (db *DB) findScopeByID(ctx context.Context, tx *sql.Tx, id int64) (scopeRow, error) {
-	sr, err := db.scanScope(tx.QueryRowContext(ctx, `SELECT `+scopeColumns+` FROM scopes s WHERE s.id = ?`, id))
+	sr, err := db.scanScope(tx.QueryRowContext(ctx, `SELECT `+scopeColumns+scopeFrom+`WHERE s.id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return scopeRow{}, fmt.Errorf("scope row %d: %w", id, scheduler.ErrNotFound)
 	}

@@ -32,8 +32,10 @@ func TestPutScope(t *testing.T) {
 	// Give the scope a pause, a budget and an authRevoked hold, as attempts would.
 	raw := rawDB(t, path)
 	pause := t0.Add(time.Hour)
-	if _, err := raw.Exec(`UPDATE scopes SET paused_until = ?, pause_reason = 'secondary', hold_reason = 'authRevoked',
-		budget_remaining = 7, budget_limit = 5000 WHERE name = 'a'`, pause.UnixMilli()); err != nil {
+	if _, err := raw.Exec(`UPDATE scopes SET paused_until = ?, pause_reason = 'secondary', hold_reason = 'authRevoked' WHERE name = 'a'`, pause.UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`UPDATE scope_budgets SET remaining = 7, "limit" = 5000 WHERE resource = '' AND scope_id = (SELECT id FROM scopes WHERE name = 'a')`); err != nil {
 		t.Fatal(err)
 	}
 

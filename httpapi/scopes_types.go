@@ -86,10 +86,26 @@ type Scope struct {
 	Remaining *int64     `json:"remaining"`
 	Limit     *int64     `json:"limit"`
 	ResetAt   *time.Time `json:"resetAt"`
+	// Resources are the budgets of the other resources the provider named
+	// (design §12: GitHub's search, graphql, …), each holding back only the
+	// requests that spend it; absent before any.
+	Resources []ResourceBudget `json:"resources,omitempty"`
 	// InFlight counts the scope's requests being sent now.
 	InFlight  int        `json:"inFlight"`
 	CreatedAt *time.Time `json:"createdAt"`
 	UpdatedAt *time.Time `json:"updatedAt"`
+}
+
+// ResourceBudget is the learned budget of one resource the provider names.
+type ResourceBudget struct {
+	Resource string `json:"resource"`
+	// Status is "open" or "paused" at the time of the response.
+	Status      string     `json:"status"`
+	PausedUntil *time.Time `json:"pausedUntil"`
+	PauseReason *string    `json:"pauseReason"`
+	Remaining   *int64     `json:"remaining"`
+	Limit       *int64     `json:"limit"`
+	ResetAt     *time.Time `json:"resetAt"`
 }
 
 // CredentialsStatus shows whether a scope has credentials, never what they
@@ -154,16 +170,30 @@ func newScope(sc scheduler.Scope, now time.Time) Scope {
 		out.PausedUntil = optTime(until)
 		out.PauseReason = optString(why)
 	}
-	if b := sc.Budget; b != nil {
-		remaining := b.Remaining
-		out.Remaining = &remaining
-		if b.Limit > 0 {
-			limit := b.Limit
-			out.Limit = &limit
+	out.Remaining, out.Limit, out.ResetAt = budgetFigures(sc.Budget)
+	for _, r := range sc.Resources {
+		rb := ResourceBudget{Resource: r.Resource, Status: string(scheduler.ScopeOpen)}
+		if until, why := r.Pause(now, sc.BudgetReserve); !until.IsZero() {
+			rb.Status, rb.PausedUntil, rb.PauseReason = string(scheduler.ScopePaused), optTime(until), optString(why)
 		}
-		out.ResetAt = optTime(b.ResetAt)
+		rb.Remaining, rb.Limit, rb.ResetAt = budgetFigures(r.Budget)
+		out.Resources = append(out.Resources, rb)
 	}
 	return out
+}
+
+// budgetFigures shows a learned budget's figures; nil for each unknown.
+func budgetFigures(b *providers.Budget) (remaining, limit *int64, resetAt *time.Time) {
+	if b == nil {
+		return nil, nil, nil
+	}
+	r := b.Remaining
+	remaining = &r
+	if b.Limit > 0 {
+		l := b.Limit
+		limit = &l
+	}
+	return remaining, limit, optTime(b.ResetAt)
 }
 
 // optTime returns t in UTC, or nil when t is zero (shown as null). A

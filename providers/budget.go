@@ -78,10 +78,13 @@ type budgetReader interface {
 	read(r *reading) *Budget
 }
 
-// headerBudget reads BudgetHeaders through ReadBudget.
+// headerBudget reads BudgetHeaders through ReadBudget. When resource is
+// set, the header it names says which budget the figures count; the
+// value defaultResource is the profile's default budget.
 type headerBudget struct {
-	names BudgetHeaders
-	note  string
+	names                     BudgetHeaders
+	note                      string
+	resource, defaultResource string
 }
 
 func (b headerBudget) source() BudgetSource {
@@ -89,12 +92,38 @@ func (b headerBudget) source() BudgetSource {
 	if s.Reset != "" {
 		s.ResetFormat = b.names.ResetForm.String()
 	}
+	if b.resource != "" {
+		s.Resource = strings.ToLower(b.resource) + " (default " + b.defaultResource + ")"
+	}
 	return s
 }
 
 func (b headerBudget) read(r *reading) *Budget {
 	budget, _ := ReadBudget(r.h, b.names, r.now)
+	if budget != nil && b.resource != "" {
+		if name := ResourceName(r.header(b.resource)); name != b.defaultResource {
+			budget.Resource = name
+		}
+	}
 	return budget
+}
+
+// ResourceName is a provider's name for one of its budgets as pacer keeps
+// it: trimmed, at most MaxResource bytes of ASCII letters, digits and
+// "_-.:/+=" (the rest dropped; case is kept, as a partition key's base64
+// needs), so that no answer can smuggle markup
+// or an unbounded key into the scope's budgets.
+func ResourceName(v string) string {
+	var b strings.Builder
+	for _, c := range strings.TrimSpace(v) {
+		if b.Len() >= MaxResource {
+			break
+		}
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("_-.:/+=", c) {
+			b.WriteRune(c)
+		}
+	}
+	return b.String()
 }
 
 // ietfBudget reads the IETF RateLimit fields called field and policy, and

@@ -96,6 +96,9 @@ type BudgetSource struct {
 	Reset     string `json:"reset,omitempty"`
 	// ResetFormat is how Reset is written.
 	ResetFormat string `json:"resetFormat,omitempty"`
+	// Resource names where the answer says which of the provider's
+	// budgets the figures count; empty when they count the default one.
+	Resource string `json:"resource,omitempty"`
 	// Note says what the figures count.
 	Note string `json:"note,omitempty"`
 }

@@ -32,8 +32,10 @@ const GitHubSecondaryWait = time.Minute
 // mutation is an unknown outcome (including the "Server Error" that cuts
 // requests over 10 s); on a read it is transient. Budget comes from
 // x-ratelimit-limit/-remaining/-reset on every response; it is the budget
-// of the resource named by x-ratelimit-resource (core, search, …), which
-// the Detail names.
+// of the resource named by x-ratelimit-resource (core, search, graphql, …),
+// which the Detail names and Budget.Resource carries (empty for core, the
+// default budget): a spent search budget holds back only the requests that
+// spend it (design §12).
 //
 // No GitHub limit is app-wide: a user token's 5,000/h is shared by every
 // app of that user, an installation's by that installation, so a limit
@@ -61,7 +63,8 @@ func NewGitHub() *GitHub {
 		fixedHint{name: "github-secondary-default", wait: GitHubSecondaryWait, note: note}}
 	t := table{
 		name: "github", title: "GitHub REST and GraphQL APIs", ref: "providers.md §1",
-		budgets: []budgetReader{headerBudget{names: budget, note: "per resource (x-ratelimit-resource: core, search, graphql, …)"}},
+		budgets: []budgetReader{headerBudget{names: budget, note: "one budget per resource (x-ratelimit-resource: core, search, graphql, …)",
+			resource: "X-Ratelimit-Resource", defaultResource: "core"}},
 		diag: func(r *reading) []string {
 			if res := r.header("X-Ratelimit-Resource"); res != "" {
 				if b, _ := ReadBudget(r.h, budget, r.now); b != nil {

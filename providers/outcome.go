@@ -93,7 +93,15 @@ type Budget struct {
 	// ResetAt is when the budget refills, on the scheduler's clock; zero
 	// when not stated.
 	ResetAt time.Time `json:"resetAt,omitzero"`
+	// Resource names which of the provider's budgets the figures count
+	// when it keeps several (GitHub's x-ratelimit-resource: search,
+	// graphql, …; Shopify's GraphQL cost bucket; an IETF partition key),
+	// at most MaxResource bytes; empty for the profile's default budget.
+	Resource string `json:"resource,omitempty"`
 }
+
+// MaxResource bounds Budget.Resource and Outcome.Resource.
+const MaxResource = 64
 
 // Outcome is a profile's reading of one exchange.
 type Outcome struct {
@@ -105,6 +113,10 @@ type Outcome struct {
 	Hint Hint
 	// Budget is nil when the response carried no budget figures.
 	Budget *Budget
+	// Resource names the budget the answer's figures and limit belong to
+	// when the provider keeps several (Budget.Resource); empty for the
+	// profile's default budget (design §12).
+	Resource string
 	// Shared is true when the limit signalled is shared by every scope of
 	// the provider (an app-wide or project-wide limit), not this scope's own.
 	Shared bool

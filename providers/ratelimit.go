@@ -39,6 +39,9 @@ type RateLimitItem struct {
 	// Limit is the quota stated by the -07 form's limit; 0 in the new form,
 	// where the quota lives in RateLimit-Policy.
 	Limit int64
+	// PartitionKey is pk, the partition the request counted against, as
+	// the field wrote the byte sequence (base64); empty when not stated.
+	PartitionKey string
 }
 
 // ParseRateLimitPolicy parses a RateLimit-Policy field value. Items without
@@ -88,6 +91,9 @@ func ParseRateLimit(field string) ([]RateLimitItem, error) {
 			item := RateLimitItem{Name: name, Remaining: r.i}
 			if t, ok := it.param("t"); ok && t.kind == sfInteger {
 				item.ResetSeconds, item.HasReset = t.i, true
+			}
+			if pk, ok := it.param("pk"); ok && pk.kind == sfBinary {
+				item.PartitionKey = pk.s
 			}
 			out = append(out, item)
 		}
@@ -190,6 +196,11 @@ func readRateLimitField(field string, policies []RateLimitPolicy, now time.Time)
 		return nil, Hint{}, false
 	}
 	b := &Budget{Remaining: best.Remaining, Limit: max(bestQuota, 0)}
+	if best.PartitionKey != "" {
+		// A partition of its own: the server counts it apart (the
+		// draft's pk), so it is a budget of its own.
+		b.Resource = ResourceName(best.Name + ":" + best.PartitionKey)
+	}
 	var hint Hint
 	if best.HasReset {
 		hint = ParseReset(ResetDeltaSeconds, "ratelimit", strconv.FormatInt(best.ResetSeconds, 10), "", now)

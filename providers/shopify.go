@@ -70,7 +70,7 @@ func NewShopify() *Shopify {
 				fn:   func(r *reading) *Budget { return usedOfLimit(r.header("X-Shopify-Shop-Api-Call-Limit")) },
 			},
 			funcBudget{
-				desc: BudgetSource{Remaining: "body extensions.cost.throttleStatus.currentlyAvailable", Limit: "body extensions.cost.throttleStatus.maximumAvailable", Note: "GraphQL, in cost points, not requests"},
+				desc: BudgetSource{Remaining: "body extensions.cost.throttleStatus.currentlyAvailable", Limit: "body extensions.cost.throttleStatus.maximumAvailable", Note: "GraphQL, in cost points, not requests", Resource: "graphql (its own bucket, apart from REST's)"},
 				fn:   shopifyGraphQLBudget,
 			},
 		},
@@ -205,7 +205,12 @@ func shopifyCostHint() hinter {
 	}
 }
 
-// shopifyGraphQLBudget is the GraphQL throttle status, in cost points.
+// ShopifyGraphQLResource names the GraphQL cost bucket apart from the REST
+// call bucket (the default budget): Shopify keeps the two apart.
+const ShopifyGraphQLResource = "graphql"
+
+// shopifyGraphQLBudget is the GraphQL throttle status, in cost points, of
+// the GraphQL bucket (ShopifyGraphQLResource).
 func shopifyGraphQLBudget(r *reading) *Budget {
 	if !r.mentions(`"throttleStatus"`) || !r.fields().present(shopifyThrottle+"currentlyAvailable") {
 		return nil
@@ -215,7 +220,7 @@ func shopifyGraphQLBudget(r *reading) *Budget {
 	if !ok || avail > math.MaxInt32 {
 		return nil
 	}
-	b := &Budget{Remaining: int64(avail)}
+	b := &Budget{Remaining: int64(avail), Resource: ShopifyGraphQLResource}
 	if m, ok := shopifyFigure(f, shopifyThrottle+"maximumAvailable"); ok && m <= math.MaxInt32 {
 		b.Limit = int64(m)
 	}

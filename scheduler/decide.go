@@ -22,15 +22,16 @@ const uncertainMargin = time.Minute
 // idempotency. Decide is pure: the same inputs give the same Decision.
 func (p Policy) Decide(op Operation, idem providers.Idempotency, out providers.Outcome, now time.Time, rnd Random) Decision {
 	var d Decision
-	d.Scope.Budget = out.Budget
-	// A spent budget also pauses the scope: the store keeps the lower
-	// remaining figure only while answers name the same reset, and a later
-	// answer with another reset (a relative reset, or a stale answer of a
-	// request in flight when the budget ran out) replaces the figures; it
-	// must not reopen the scope before this reset. A pause is never
-	// shortened by a later answer.
+	d.Scope.Budget, d.Scope.Resource = out.Budget, out.Resource
+	d.Scope.ResourceKnown = out.Budget != nil || out.Resource != ""
+	// A spent budget also pauses the requests spending it: the store keeps
+	// the lower remaining figure only while answers name the same reset,
+	// and a later answer with another reset (a relative reset, or a stale
+	// answer of a request in flight when the budget ran out) replaces the
+	// figures; it must not reopen the budget before this reset. A pause is
+	// never shortened by a later answer.
 	if b := out.Budget; b != nil && b.Remaining <= 0 && b.ResetAt.After(now) {
-		d.Scope.PauseUntil, d.Scope.PauseReason = b.ResetAt, "budget spent: remaining 0 until reset"
+		d.Scope.BudgetPauseUntil, d.Scope.BudgetPauseReason = b.ResetAt, "budget spent: remaining 0 until reset"
 	}
 	class := out.Class
 	switch {
@@ -101,10 +102,11 @@ func (p Policy) Expire(op Operation, now time.Time) Decision {
 // longest honoured hint (design §11: no answer freezes a scope beyond the
 // policy's bounds): the pause, and the learned budget's reset, which the
 // store waits for while the budget is spent to the reserve and paces the
-// budget's rate slots by. It is the one place these waits are bounded.
+// budget's rate slots by, and the budget's own pause. It is the one place these waits are bounded.
 func (p Policy) boundLearned(e *ScopeEffect, now time.Time) {
 	latest := now.Add(p.MaxHint)
 	e.PauseUntil = minTime(e.PauseUntil, latest)
+	e.BudgetPauseUntil = minTime(e.BudgetPauseUntil, latest)
 	if b := e.Budget; b != nil && b.ResetAt.After(latest) {
 		bounded := *b
 		bounded.ResetAt = latest
@@ -125,11 +127,17 @@ func (p Policy) decideRateLimited(d *Decision, op Operation, out providers.Outco
 		p.exhausted(d, fmt.Sprintf("rate limited until %s, after the deadline %s", until.Format(time.RFC3339), op.Deadline.Format(time.RFC3339)))
 		return
 	}
-	d.Scope.PauseUntil = maxTime(d.Scope.PauseUntil, until)
-	d.Scope.PauseReason = "rate limited: " + why
-	if out.Shared {
-		d.Scope.Shared = true
-		d.Scope.PauseReason += " (a limit shared by every scope of the group)"
+	switch {
+	case out.Shared:
+		d.Scope.PauseUntil, d.Scope.Shared = until, true
+		d.Scope.PauseReason = "rate limited: " + why + " (a limit shared by every scope of the group)"
+	case out.Resource != "" || (out.Budget != nil && out.Budget.Remaining <= 0):
+		// The limit of one budget (a named resource's, or the spent
+		// default one): the scope's other budgets go on.
+		d.Scope.BudgetPauseUntil = maxTime(d.Scope.BudgetPauseUntil, until)
+		d.Scope.BudgetPauseReason = "rate limited: " + why
+	default:
+		d.Scope.PauseUntil, d.Scope.PauseReason = until, "rate limited: "+why
 	}
 	next := until.Add(jitter(p.Spread, rnd))
 	if next.After(op.Deadline) {

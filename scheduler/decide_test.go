@@ -42,6 +42,9 @@ func TestDecide(t *testing.T) {
 		earliest time.Duration // NextAttemptAt >= t0+earliest (due states)
 		latest   time.Duration // NextAttemptAt <= t0+latest (due states)
 		pause    time.Duration // scope pause until t0+pause (0: none)
+		// budgetPause is the pause of the answer's budget alone (design
+		// §12), until t0+budgetPause (0: none).
+		budgetPause time.Duration
 	}{
 		{name: "success", op: testOp(scheduler.KindRead, "GET", 1), out: providers.Outcome{Class: providers.ClassSuccess, Status: 200}, state: scheduler.StateSucceeded},
 		{name: "permanent fails at once", op: testOp(scheduler.KindMutation, "POST", 1), out: providers.Outcome{Class: providers.ClassPermanent, Status: 422}, state: scheduler.StateFailed, failure: scheduler.FailurePermanent},
@@ -61,7 +64,9 @@ func TestDecide(t *testing.T) {
 		{name: "uncertain DELETE where key applies to POST only is held", op: testOp(scheduler.KindMutation, "DELETE", 1), idem: stripeIdem, out: providers.Outcome{Class: providers.ClassUnknownOutcome}, state: scheduler.StateHeld, hold: scheduler.HoldUnknownOutcome},
 		{name: "uncertain mutation after retry budget is held, not failed", op: testOp(scheduler.KindMutation, "POST", 5), idem: stripeIdem, out: providers.Outcome{Class: providers.ClassUnknownOutcome}, state: scheduler.StateHeld, hold: scheduler.HoldUnknownOutcome},
 		{name: "uncertain read is just transient", op: testOp(scheduler.KindRead, "GET", 1), out: providers.Outcome{Class: providers.ClassUnknownOutcome}, state: scheduler.StateScheduled, earliest: p.MinHint, latest: p.BackoffBase},
-		{name: "success with spent budget pauses scope until reset", op: testOp(scheduler.KindRead, "GET", 1), out: providers.Outcome{Class: providers.ClassSuccess, Status: 200, Budget: &providers.Budget{Remaining: 0, Limit: 5000, ResetAt: t0.Add(10 * time.Minute)}}, state: scheduler.StateSucceeded, pause: 10 * time.Minute},
+		{name: "success with spent budget pauses its budget until reset", op: testOp(scheduler.KindRead, "GET", 1), out: providers.Outcome{Class: providers.ClassSuccess, Status: 200, Budget: &providers.Budget{Remaining: 0, Limit: 5000, ResetAt: t0.Add(10 * time.Minute)}}, state: scheduler.StateSucceeded, budgetPause: 10 * time.Minute},
+		{name: "rate limit of a named resource pauses its budget only", op: testOp(scheduler.KindRead, "GET", 1), out: providers.Outcome{Class: providers.ClassRateLimited, Status: 403, Resource: "search", Hint: providers.Hint{Source: "retry-after", At: t0.Add(30 * time.Second)}}, state: scheduler.StateWaitingForBudget, budgetPause: 30 * time.Second, earliest: 30 * time.Second, latest: 30*time.Second + p.Spread},
+		{name: "secondary limit without spent figures pauses the scope", op: testOp(scheduler.KindRead, "GET", 1), out: providers.Outcome{Class: providers.ClassRateLimited, Status: 403, Budget: &providers.Budget{Remaining: 12}, Hint: providers.Hint{Source: "retry-after", At: t0.Add(time.Minute)}}, state: scheduler.StateWaitingForBudget, pause: time.Minute, earliest: time.Minute, latest: time.Minute + p.Spread},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,6 +98,12 @@ func TestDecide(t *testing.T) {
 			}
 			if tt.pause != 0 && !d.Scope.PauseUntil.Equal(t0.Add(tt.pause)) {
 				t.Errorf("scope pause = %s, want %s", d.Scope.PauseUntil.Sub(t0), tt.pause)
+			}
+			if got := d.Scope.BudgetPauseUntil; tt.budgetPause == 0 && !got.IsZero() || tt.budgetPause != 0 && !got.Equal(t0.Add(tt.budgetPause)) {
+				t.Errorf("budget pause = %s, want %s", got.Sub(t0), tt.budgetPause)
+			}
+			if d.Scope.Resource != tt.out.Resource {
+				t.Errorf("effect on budget %q, want %q", d.Scope.Resource, tt.out.Resource)
 			}
 			if tt.hold == scheduler.HoldAuthRevoked && d.Scope.Hold != scheduler.HoldAuthRevoked {
 				t.Error("auth revoked did not hold the scope")

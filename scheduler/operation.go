@@ -149,8 +149,8 @@ type Decision struct {
 
 // ScopeEffect is what one attempt changes on its scope.
 type ScopeEffect struct {
-	// PauseUntil, when not zero, pauses the scope (never shortening a pause
-	// already in place).
+	// PauseUntil, when not zero, pauses the whole scope (never shortening
+	// a pause already in place).
 	PauseUntil  time.Time
 	PauseReason string
 	// Shared extends the pause to every scope of the scope's group: the
@@ -158,8 +158,21 @@ type ScopeEffect struct {
 	Shared bool
 	// Hold, when set, holds the whole scope until a person acts.
 	Hold HoldReason
-	// Budget, when not nil, replaces the scope's last budget figures.
+	// Resource is the resource whose budget the answer spoke of ('' for
+	// the profile's default budget), and ResourceKnown whether it spoke of
+	// one at all (budget figures or a resource name): the store then
+	// learns that requests of the operation's route spend that budget
+	// (design §12).
+	Resource      string
+	ResourceKnown bool
+	// Budget, when not nil, replaces the last figures of Resource's
+	// budget.
 	Budget *providers.Budget
+	// BudgetPauseUntil, when not zero, pauses the requests spending
+	// Resource's budget, and only those (never shortening a pause already
+	// in place): its figures are spent, or the limit is the resource's.
+	BudgetPauseUntil  time.Time
+	BudgetPauseReason string
 }
 
 // Attempt is one send of an operation: written as an intent at claim time,

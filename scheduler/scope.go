@@ -132,17 +132,64 @@ type Scope struct {
 	// or past when it has none.
 	PausedUntil time.Time
 	PauseReason string
+	// BudgetPausedUntil is the end of its default budget's own pause (a
+	// limit of that budget, design §12), and BudgetPauseReason why.
+	BudgetPausedUntil time.Time
+	BudgetPauseReason string
 	// PauseEnds is when every pause of the scope ends: its own, and its
-	// learned budget's while it is spent down to the reserve. The store
+	// default budget's (its own pause, and while it is spent down to the
+	// reserve, the provider's reset). The store
 	// computes it with the rule its claims admit by; zero or past when the
 	// scope is not paused.
 	PauseEnds time.Time
-	// Budget is the last budget figures seen; nil before any.
+	// Budget is the last figures seen of the scope's default budget (the
+	// one every request spends unless the provider named another resource
+	// for its route); nil before any.
 	Budget *providers.Budget
+	// Resources are the learned budgets of the other resources the
+	// provider named (design §12: GitHub's search, graphql, …), by name;
+	// each holds back only the requests that spend it. Filled by the
+	// scope reads, not by claims.
+	Resources []ResourceBudget
 	// InFlight is derived from leased rows.
 	InFlight  int
 	CreatedAt time.Time
 	UpdatedAt time.Time
+}
+
+// ResourceBudget is the learned budget of one resource a provider names
+// within a scope.
+type ResourceBudget struct {
+	// Resource is the provider's name for it (x-ratelimit-resource).
+	Resource string
+	// Budget is its last figures; nil when the provider's answers named
+	// the resource without figures.
+	Budget *providers.Budget
+	// PausedUntil is the end of its own pause (a limit of the resource),
+	// and PauseReason why.
+	PausedUntil time.Time
+	PauseReason string
+	// PauseEnds is when the requests spending it may go again: its own
+	// pause or, while it is spent down to the scope's reserve, the
+	// provider's reset. Zero or past when open.
+	PauseEnds time.Time
+}
+
+// Pause says until when and why the requests spending the budget wait, at
+// now, for a scope keeping reserve requests back; zero when they do not.
+func (r ResourceBudget) Pause(now time.Time, reserve int) (time.Time, string) {
+	switch {
+	case !r.PauseEnds.After(now):
+		return time.Time{}, ""
+	case r.PauseEnds.Equal(r.PausedUntil) || r.Budget == nil:
+		return r.PauseEnds, r.PauseReason
+	}
+	return r.PauseEnds, budgetSpent(*r.Budget, reserve)
+}
+
+// budgetSpent says why a learned budget holds its requests back.
+func budgetSpent(b providers.Budget, reserve int) string {
+	return fmt.Sprintf("budget spent: %d remaining (reserve %d) until the provider's reset", b.Remaining, reserve)
 }
 
 // Status is the scope's admission state at now.
@@ -164,8 +211,13 @@ func (s Scope) Pause(now time.Time) (time.Time, string) {
 	if !s.PauseEnds.After(now) {
 		return time.Time{}, ""
 	}
-	if b := s.Budget; b != nil && !s.PauseEnds.Equal(s.PausedUntil) {
-		return s.PauseEnds, fmt.Sprintf("budget spent: %d remaining (reserve %d) until the provider's reset", b.Remaining, s.BudgetReserve)
+	switch {
+	case s.PauseEnds.Equal(s.PausedUntil):
+		return s.PauseEnds, s.PauseReason
+	case s.BudgetPauseReason != "" && s.PauseEnds.Equal(s.BudgetPausedUntil):
+		return s.PauseEnds, s.BudgetPauseReason
+	case s.Budget != nil:
+		return s.PauseEnds, budgetSpent(*s.Budget, s.BudgetReserve)
 	}
 	return s.PauseEnds, s.PauseReason
 }

@@ -39,19 +39,20 @@ func TestDecideProviderSignals(t *testing.T) {
 		header                map[string]string
 		body                  string
 		pause                 time.Duration // the scope's pause, from t0
+		budget                bool          // the pause is the answer's budget's alone (design §12)
 		shared                bool
 	}{
 		// developer.atlassian.com/cloud/jira/platform/rate-limiting: the reset is the request time plus
 		// Retry-After, to the minute: the scope pauses for Retry-After (2 s), not to the end of the minute.
 		{name: "JiraRetryAfterOverMinuteReset", profile: "jira", method: "POST", status: 429,
 			header: map[string]string{"Date": date, "Retry-After": "2", "X-RateLimit-Limit": "100", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "2026-09-11T02:00Z"},
-			pause:  max(2*time.Second, p.MinHint)},
+			pause:  max(2*time.Second, p.MinHint), budget: true},
 		// GitHub docs, "Rate limits and query limits for the GraphQL API": a spent primary limit is a 200
 		// with errors[].type RATE_LIMITED; the scope pauses until x-ratelimit-reset.
 		{name: "GitHubGraphQL200", profile: "github", method: "POST", status: 200,
 			header: map[string]string{"Date": date, "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1789092900"},
 			body:   `{"errors":[{"type":"RATE_LIMITED","message":"API rate limit exceeded for user ID 1."}]}`,
-			pause:  15 * time.Minute},
+			pause:  15 * time.Minute, budget: true},
 		// Google Calendar "Handle API errors": rateLimitExceeded is per calendar or per user: this scope only.
 		{name: "GoogleCalendarRateLimitExceeded", profile: "google", method: "POST", status: 403,
 			body:  `{"error":{"errors":[{"domain":"usageLimits","reason":"rateLimitExceeded","message":"Rate Limit Exceeded"}],"code":403,"message":"Rate Limit Exceeded"}}`,
@@ -72,8 +73,12 @@ func TestDecideProviderSignals(t *testing.T) {
 			if d.State != scheduler.StateWaitingForBudget {
 				t.Fatalf("state %s (%s), want waitingForBudget; outcome %+v", d.State, d.Reason, out)
 			}
-			if got := d.Scope.PauseUntil.Sub(t0); got != tc.pause {
-				t.Errorf("scope paused for %s, want %s (%s)", got, tc.pause, d.Scope.PauseReason)
+			paused, other, reason := d.Scope.PauseUntil, d.Scope.BudgetPauseUntil, d.Scope.PauseReason
+			if tc.budget {
+				paused, other, reason = other, paused, d.Scope.BudgetPauseReason
+			}
+			if got := paused.Sub(t0); got != tc.pause || !other.IsZero() {
+				t.Errorf("paused for %s (the other pause %v), want %s, budget alone %v (%s)", got, other, tc.pause, tc.budget, reason)
 			}
 			if d.Scope.Shared != tc.shared {
 				t.Errorf("shared %v, want %v", d.Scope.Shared, tc.shared)
