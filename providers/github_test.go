@@ -23,7 +23,22 @@ func TestGitHubClassify(t *testing.T) {
 	full := func(remaining, reset string) []string {
 		return []string{"Date", date, "X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", remaining, "X-RateLimit-Used", "1", "X-RateLimit-Reset", reset, "X-RateLimit-Resource", "core"}
 	}
+	withResource := func(resource string, kv ...string) []string {
+		return append(kv[:len(kv)-1:len(kv)-1], resource)
+	}
 	tests := []signalCase{
+		// GitHub docs, "Rate limits for the REST API": x-ratelimit-resource is "the rate limit resource
+		// that the request counted against" (core, search, graphql, code_search, …; GET /rate_limit lists
+		// them): core is the default budget, any other a budget of its own (design §12).
+		{name: "SearchBudget", ex: exchange{status: 200, header: header(withResource("search", full("29", in15)...)...)},
+			want: want{class: providers.ClassSuccess, budget: &providers.Budget{Remaining: 29, Limit: 5000, ResetAt: now.Add(15 * time.Minute), Resource: "search"}, detail: "resource search"}},
+		{name: "SearchPrimaryLimit", ex: exchange{status: 403, header: header(withResource("search", full("0", in15)...)...), body: primary},
+			want: want{class: providers.ClassRateLimited, reason: "primary-rate-limit", hintSrc: "x-ratelimit-reset", hintAt: now.Add(15 * time.Minute), budget: &providers.Budget{Remaining: 0, Limit: 5000, ResetAt: now.Add(15 * time.Minute), Resource: "search"}}},
+		{name: "GraphQLBudget", ex: exchange{method: "POST", status: 200, header: header(withResource("graphql", full("4990", in15)...)...), body: `{"data":{}}`},
+			want: want{class: providers.ClassSuccess, budget: &providers.Budget{Remaining: 4990, Limit: 5000, ResetAt: now.Add(15 * time.Minute), Resource: "graphql"}}},
+		// A resource name is bounded and keeps only name characters.
+		{name: "ResourceNameSanitized", ex: exchange{status: 200, header: header(withResource(" code_search<script>\"x ", full("9", in15)...)...)},
+			want: want{class: providers.ClassSuccess, budget: &providers.Budget{Remaining: 9, Limit: 5000, ResetAt: now.Add(15 * time.Minute), Resource: "code_searchscriptx"}}},
 		// providers.md §1: budget headers on every response.
 		{name: "OKBudget", ex: exchange{status: 200, header: header(full("4999", in15)...)},
 			want: want{class: providers.ClassSuccess, budget: &providers.Budget{Remaining: 4999, Limit: 5000, ResetAt: now.Add(15 * time.Minute)}, detail: "resource core"}},

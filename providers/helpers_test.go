@@ -81,6 +81,14 @@ type want struct {
 	note     string // a substring the hint's Note must contain
 }
 
+// resource is the budget the outcome must name: its figures'.
+func (w want) resource() string {
+	if w.budget == nil {
+		return ""
+	}
+	return w.budget.Resource
+}
+
 func check(t *testing.T, got providers.Outcome, w want) {
 	t.Helper()
 	if got.Class != w.class {
@@ -102,9 +110,13 @@ func check(t *testing.T, got providers.Outcome, w want) {
 	case (got.Budget == nil) != (w.budget == nil):
 		t.Errorf("budget: got %+v, want %+v", got.Budget, w.budget)
 	case got.Budget != nil:
-		if got.Budget.Remaining != w.budget.Remaining || got.Budget.Limit != w.budget.Limit || !got.Budget.ResetAt.Equal(w.budget.ResetAt) {
+		if got.Budget.Remaining != w.budget.Remaining || got.Budget.Limit != w.budget.Limit || !got.Budget.ResetAt.Equal(w.budget.ResetAt) || got.Budget.Resource != w.budget.Resource {
 			t.Errorf("budget: got %+v, want %+v", *got.Budget, *w.budget)
 		}
+	}
+	// The outcome names the budget its figures count (design §12).
+	if wantRes := w.resource(); got.Resource != wantRes {
+		t.Errorf("resource: got %q, want %q", got.Resource, wantRes)
 	}
 	if got.Shared != w.shared {
 		t.Errorf("shared: got %v, want %v", got.Shared, w.shared)
@@ -138,6 +150,10 @@ func checkOutcome(t testing.TB, o providers.Outcome, now time.Time) {
 	}
 	if o.KeyBound && o.Class != providers.ClassUnknownOutcome {
 		t.Fatalf("KeyBound on class %q", o.Class)
+	}
+	// A resource name from an answer is bounded and clean (design §12).
+	if len(o.Resource) > providers.MaxResource || providers.ResourceName(o.Resource) != o.Resource {
+		t.Fatalf("resource %q is not a bounded, clean name", o.Resource)
 	}
 }
 

@@ -137,6 +137,12 @@ func TestReadIETFRateLimit(t *testing.T) {
 			budget: &providers.Budget{Remaining: 0}, hintSrc: "ratelimit-reset", note: "NaN"},
 		{name: "OldFormGarbageRemaining", header: []string{"RateLimit-Remaining", "lots", "RateLimit-Reset", "5"},
 			hintSrc: "ratelimit-reset", hintAt: now.Add(5 * time.Second)},
+		// providers.md §0: pk is the partition key the request counted against, a byte sequence: the
+		// figures are a budget of their own (design §12), named by the policy and the key.
+		{name: "PartitionKey", header: []string{"RateLimit-Policy", `"peruser";q=100;w=60;pk=:cHsdsRa894==:`, "RateLimit", `"peruser";r=0;t=30;pk=:cHsdsRa894==:`},
+			budget: &providers.Budget{Remaining: 0, Limit: 100, ResetAt: now.Add(30 * time.Second), Resource: "peruser:cHsdsRa894=="}, hintSrc: "ratelimit", hintAt: now.Add(30 * time.Second)},
+		{name: "PartitionKeyNotBytesIgnored", header: []string{"RateLimit", `"peruser";r=5;t=30;pk="user-1"`},
+			budget: &providers.Budget{Remaining: 5, ResetAt: now.Add(30 * time.Second)}, hintSrc: "ratelimit", hintAt: now.Add(30 * time.Second)},
 		{name: "None"},
 	}
 	for _, tt := range tests {

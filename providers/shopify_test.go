@@ -29,27 +29,27 @@ func TestShopifyClassify(t *testing.T) {
 			want: want{class: providers.ClassRateLimited, reason: "rate-limit", hintSrc: "retry-after", hintAt: now.Add(1500 * time.Millisecond)}},
 		// providers.md §3 GraphQL: extensions.cost on a success is the budget, in points.
 		{name: "GraphQLOKCost", ex: exchange{method: "POST", status: 200, body: `{"data":{"shop":{"name":"x"}},` + cost("12", "988", "50.0") + `}`},
-			want: want{class: providers.ClassSuccess, budget: &providers.Budget{Remaining: 988, Limit: 1000}}},
+			want: want{class: providers.ClassSuccess, budget: &providers.Budget{Remaining: 988, Limit: 1000, Resource: "graphql"}}},
 		// providers.md §3 GraphQL: THROTTLED at HTTP 200, wait (requested − available) ÷ restoreRate.
 		{name: "GraphQLThrottled200", ex: exchange{method: "POST", status: 200, body: throttled(cost("101", "1", "50.0"))},
-			want: want{class: providers.ClassRateLimited, reason: "graphql-throttled", hintSrc: "shopify-graphql-cost", hintAt: now.Add(2 * time.Second), budget: &providers.Budget{Remaining: 1, Limit: 1000}}},
+			want: want{class: providers.ClassRateLimited, reason: "graphql-throttled", hintSrc: "shopify-graphql-cost", hintAt: now.Add(2 * time.Second), budget: &providers.Budget{Remaining: 1, Limit: 1000, Resource: "graphql"}}},
 		{name: "GraphQLThrottledFraction", ex: exchange{method: "POST", status: 200, body: throttled(cost("150", "75", "100.0"))},
-			want: want{class: providers.ClassRateLimited, reason: "graphql-throttled", hintSrc: "shopify-graphql-cost", hintAt: now.Add(750 * time.Millisecond), budget: &providers.Budget{Remaining: 75, Limit: 1000}}},
+			want: want{class: providers.ClassRateLimited, reason: "graphql-throttled", hintSrc: "shopify-graphql-cost", hintAt: now.Add(750 * time.Millisecond), budget: &providers.Budget{Remaining: 75, Limit: 1000, Resource: "graphql"}}},
 		// providers.md §3 GraphQL: handle THROTTLED at 429 too.
 		{name: "GraphQLThrottled429", ex: exchange{method: "POST", status: 429, body: throttled(cost("1000", "0", "100"))},
-			want: want{class: providers.ClassRateLimited, reason: "graphql-throttled", hintSrc: "shopify-graphql-cost", hintAt: now.Add(10 * time.Second), budget: &providers.Budget{Remaining: 0, Limit: 1000}}},
+			want: want{class: providers.ClassRateLimited, reason: "graphql-throttled", hintSrc: "shopify-graphql-cost", hintAt: now.Add(10 * time.Second), budget: &providers.Budget{Remaining: 0, Limit: 1000, Resource: "graphql"}}},
 		// providers.md §3: Shopify's graphql-client retries after 1 s without figures.
 		{name: "GraphQLThrottledNoCost", ex: exchange{method: "POST", status: 200, body: throttled(`"data":null`)},
 			want: want{class: providers.ClassRateLimited, reason: "graphql-throttled", hintSrc: "shopify-graphql-default", hintAt: now.Add(time.Second)}},
 		{name: "GraphQLThrottledRestoreZero", ex: exchange{method: "POST", status: 200, body: throttled(cost("100", "0", "0"))},
-			want: want{class: providers.ClassRateLimited, reason: "graphql-throttled", hintSrc: "shopify-graphql-default", hintAt: now.Add(time.Second), budget: &providers.Budget{Remaining: 0, Limit: 1000}, detail: "restoreRate is 0"}},
+			want: want{class: providers.ClassRateLimited, reason: "graphql-throttled", hintSrc: "shopify-graphql-default", hintAt: now.Add(time.Second), budget: &providers.Budget{Remaining: 0, Limit: 1000, Resource: "graphql"}, detail: "restoreRate is 0"}},
 		{name: "GraphQLThrottledCutOff", ex: exchange{method: "POST", status: 200, body: `{"errors":[{"message":"Throttled","extensions":{"code":"THROTTLED"}}],"extensions":{"cost":{"requestedQueryCost":60,"actualQueryCost":null,"throttleStatus":{"maximumAvailable":1000.0,"currentlyAvailable":10,"restoreRate":50.0,"tru`},
-			want: want{class: providers.ClassRateLimited, reason: "graphql-throttled", hintSrc: "shopify-graphql-cost", hintAt: now.Add(time.Second), budget: &providers.Budget{Remaining: 10, Limit: 1000}}},
+			want: want{class: providers.ClassRateLimited, reason: "graphql-throttled", hintSrc: "shopify-graphql-cost", hintAt: now.Add(time.Second), budget: &providers.Budget{Remaining: 10, Limit: 1000, Resource: "graphql"}}},
 		// design §12 / issue 12: the older throttle answer, errors[{message: "Throttled"}] without
 		// extensions.code (SatelCreative/spylib's Shopify constants: "Not all provide the `code`
 		// parameter"); the cost figures say the same: (202 − 173) ÷ 50 = 0.58 s.
 		{name: "GraphQLThrottledOldShape", ex: exchange{method: "POST", status: 200, body: `{"errors":[{"message":"Throttled"}],` + cost("202", "173", "50") + `}`},
-			want: want{class: providers.ClassRateLimited, reason: "graphql-throttled", hintSrc: "shopify-graphql-cost", hintAt: now.Add(580 * time.Millisecond), budget: &providers.Budget{Remaining: 173, Limit: 1000}}},
+			want: want{class: providers.ClassRateLimited, reason: "graphql-throttled", hintSrc: "shopify-graphql-cost", hintAt: now.Add(580 * time.Millisecond), budget: &providers.Budget{Remaining: 173, Limit: 1000, Resource: "graphql"}}},
 		{name: "GraphQLThrottledOldShapeNoCost", ex: exchange{method: "POST", status: 200, body: `{"errors":[{"message":"Throttled"}]}`},
 			want: want{class: providers.ClassRateLimited, reason: "graphql-throttled", hintSrc: "shopify-graphql-default", hintAt: now.Add(time.Second)}},
 		{name: "GraphQLMaxCostExceeded", ex: exchange{method: "POST", status: 200, body: gqlError("MAX_COST_EXCEEDED")},
