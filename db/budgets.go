@@ -11,7 +11,7 @@ import (
 )
 
 // namedBudgets reads the learned budgets of the named resources (every
-// resource but the default ”) of the scopes with the given row IDs, by
+// resource but the default, named "") of the scopes with the given row IDs, by
 // scope, each scope's by resource name.
 func namedBudgets(ctx context.Context, tx *sql.Tx, scopeIDs []int64) (map[int64][]scheduler.ResourceBudget, error) {
 	ids, err := json.Marshal(scopeIDs)

@@ -66,7 +66,7 @@ ALTER TABLE attempts ADD COLUMN response TEXT CHECK (response IS NULL OR json_va
 // names (GitHub's x-ratelimit-resource: search, graphql, …), so that a
 // spent search budget does not hold a REST write:
 //   - scope_budgets holds each budget: its figures, its own pause and its
-//     pacing slot. Resource ” is the profile's default budget, the one a
+//     pacing slot. Resource "" is the profile's default budget, the one a
 //     request spends unless its route was learned to spend another; every
 //     scope has that row (the trigger below), filled here from the scope's
 //     old budget columns, which are unused from this version on.

@@ -4,7 +4,7 @@ import "strings"
 
 // Routes are what a scope learned of its provider's budgets (design §12):
 // which resource's budget the requests of a route spend, keyed by route
-// (RouteKeys). A route not in it spends the default budget (”).
+// (RouteKeys). A route not in it spends the default budget (resource "").
 type Routes map[string]string
 
 // MaxExceptionRoutes bounds the whole-path routes a scope keeps (the
@@ -31,7 +31,7 @@ func RouteKeys(method, path string) (prefix, whole string) {
 
 // Resource is the resource whose budget a request of method and path
 // spends: its whole path's route, else its first segment's, else the
-// default (”).
+// default ("").
 func (r Routes) Resource(method, path string) string {
 	prefix, whole := RouteKeys(method, path)
 	if res, ok := r[whole]; ok {
