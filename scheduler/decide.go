@@ -131,9 +131,11 @@ func (p Policy) decideRateLimited(d *Decision, op Operation, out providers.Outco
 	case out.Shared:
 		d.Scope.PauseUntil, d.Scope.Shared = until, true
 		d.Scope.PauseReason = "rate limited: " + why + " (a limit shared by every scope of the group)"
-	case out.Resource != "" || (out.Budget != nil && out.Budget.Remaining <= 0):
-		// The limit of one budget (a named resource's, or the spent
-		// default one): the scope's other budgets go on.
+	case out.Budget != nil && out.Budget.Remaining <= 0:
+		// The limit of one budget, spent (a named resource's or the
+		// default one): the scope's other budgets go on. Any other limit
+		// (GitHub's secondary limits, whatever resource the answer
+		// names) is the scope's.
 		d.Scope.BudgetPauseUntil = maxTime(d.Scope.BudgetPauseUntil, until)
 		d.Scope.BudgetPauseReason = "rate limited: " + why
 	default:
