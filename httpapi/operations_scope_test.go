@@ -64,3 +64,19 @@ func TestUI_BlockedByHeldScope(t *testing.T) {
 	wantIn(t, b.get("/ui/operations/waiting-1"), http.StatusOK, "scope held", "Blocked by", "scopeHeld", "Waiting behind its scope, which is held")
 	wantIn(t, b.get("/ui/scopes/acct"), http.StatusOK, "scope held")
 }
+
+// The scope page lists the budgets of the other resources the provider
+// named (design §12), a spent one as paused with why, while the scope
+// itself reads open.
+func TestUI_ScopeShowsResourceBudgets(t *testing.T) {
+	t.Parallel()
+	b := setupUI(t, uiOpts{})
+	b.scope("acct")
+	b.enqueue("acct", "search-1")
+	reset := b.clock.Now().Add(time.Hour)
+	spent := &providers.Budget{Remaining: 0, Limit: 30, ResetAt: reset, Resource: "search"}
+	b.settle(providers.Outcome{Class: providers.ClassRateLimited, Status: 403, Budget: spent, Resource: "search"},
+		scheduler.Decision{State: scheduler.StateWaitingForBudget, NextAttemptAt: reset, Reason: "rate limited",
+			Scope: scheduler.ScopeEffect{Resource: "search", ResourceKnown: true, Budget: spent, BudgetPauseUntil: reset, BudgetPauseReason: "rate limited: x-ratelimit-reset honoured"}})
+	wantIn(t, b.get("/ui/scopes/acct"), http.StatusOK, "Other budgets the provider keeps", "<code>search</code>", "0 <span class=\"muted\">of 30</span>", "paused until", "x-ratelimit-reset honoured", "scope-open")
+}

@@ -34,7 +34,10 @@ type scopeView struct {
 	// PausedUntil and PauseWhy describe a pause in place; zero otherwise.
 	PausedUntil time.Time
 	PauseWhy    string
-	Held        opList
+	// Resources are the budgets of the other resources the provider
+	// named, each with its pause in place (zero when open).
+	Resources []resourceView
+	Held      opList
 	Failed      opList
 	Waiting     opList
 	// UnknownHeld counts the held operations whose outcome is unknown.
@@ -43,6 +46,14 @@ type scopeView struct {
 	Resume      uiForm
 	ReleaseHeld uiForm
 	Credentials credentialsForm
+}
+
+// resourceView is one named resource's budget on the scope page.
+type resourceView struct {
+	scheduler.ResourceBudget
+	// PausedUntil and PauseWhy describe its pause in place; zero otherwise.
+	PausedUntil time.Time
+	PauseWhy    string
 }
 
 // credentialsForm is the credentials form: it keeps what was typed except
@@ -67,6 +78,11 @@ func (s *Server) uiScopeView(w http.ResponseWriter, r *http.Request, name string
 	v.Status = sc.Status(v.Now)
 	v.HoldWords = holdWordsScope(sc.HoldReason)
 	v.PausedUntil, v.PauseWhy = sc.Pause(v.Now)
+	for _, rb := range sc.Resources {
+		rv := resourceView{ResourceBudget: rb}
+		rv.PausedUntil, rv.PauseWhy = rb.Pause(v.Now, sc.BudgetReserve)
+		v.Resources = append(v.Resources, rv)
+	}
 	v.Credentials.Type = string(sc.Credentials.Type)
 	if v.Credentials.Type == "" {
 		v.Credentials.Type = string(scheduler.CredentialBearer)
