@@ -38,8 +38,8 @@ type scopeView struct {
 	// named, each with its pause in place (zero when open).
 	Resources []resourceView
 	Held      opList
-	Failed      opList
-	Waiting     opList
+	Failed    opList
+	Waiting   opList
 	// UnknownHeld counts the held operations whose outcome is unknown.
 	UnknownHeld int
 	Audit       []scheduler.AuditEntry
