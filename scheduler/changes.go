@@ -222,6 +222,14 @@ func (s notifyingStore) ReleaseOperation(ctx context.Context, id string, at time
 	return op, err
 }
 
+func (s notifyingStore) ReleaseUnapplied(ctx context.Context, id string, at time.Time, act Action) (Operation, error) {
+	op, err := s.Store.ReleaseUnapplied(ctx, id, at, act)
+	if err == nil {
+		s.n.Notify()
+	}
+	return op, err
+}
+
 func (s notifyingStore) ResolveOperation(ctx context.Context, id string, succeeded bool, act Action) (Operation, error) {
 	op, err := s.Store.ResolveOperation(ctx, id, succeeded, act)
 	if err == nil {

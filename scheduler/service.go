@@ -86,7 +86,7 @@ func (s *Service) PutScope(ctx context.Context, in ScopeInput, actor string) (Sc
 	}
 	sc, created, err := s.store.PutScope(ctx, cfg, Action{Actor: actor, At: s.Now(), Reason: "put scope"})
 	if err != nil {
-		return Scope{}, false, fmt.Errorf("put scope: %w", err)
+		return Scope{}, false, err
 	}
 	s.wake()
 	return sc, created, nil
@@ -244,7 +244,7 @@ func (s *Service) ResumeScope(ctx context.Context, name, reason, actor string) (
 	}
 	sc, err := s.store.ResumeScope(ctx, name, Action{Actor: actor, At: s.Now(), Reason: reason})
 	if err != nil {
-		return Scope{}, fmt.Errorf("resume scope: %w", err)
+		return Scope{}, err
 	}
 	s.wake()
 	return sc, nil
@@ -296,7 +296,7 @@ func (s *Service) Enqueue(ctx context.Context, ins []OperationInput, prefix func
 	}
 	res, err := s.store.Enqueue(ctx, ops, now)
 	if err != nil {
-		return nil, fmt.Errorf("enqueue: %w", err)
+		return nil, err
 	}
 	s.wake()
 	return res, nil
@@ -316,7 +316,7 @@ func (s *Service) callerKeyHeaders(ctx context.Context, ins []OperationInput) (m
 		switch {
 		case errors.Is(err, ErrNotFound):
 		case err != nil:
-			return nil, fmt.Errorf("read scope %s: %w", in.Scope, err)
+			return nil, err
 		default:
 			idem[in.Scope] = ScopeIdempotency(sc.Provider, sc.IdempotencyHeader, sc.Profile)
 		}
@@ -566,7 +566,24 @@ func (s *Service) Release(ctx context.Context, id string, at *time.Time, reason,
 	}
 	op, err := s.store.ReleaseOperation(ctx, id, CeilMillisecond(when), Action{Actor: actor, At: now, Reason: reason})
 	if err != nil {
-		return Operation{}, fmt.Errorf("release %s: %w", id, err)
+		return Operation{}, err
+	}
+	s.wake()
+	return op, nil
+}
+
+// ReleaseUnapplied resolves an operation held for unknownOutcome that a
+// person found the provider did not apply: it runs again now, with the
+// same request identity and a fresh retry budget, checked and released in
+// one transaction (Store.ReleaseUnapplied).
+func (s *Service) ReleaseUnapplied(ctx context.Context, id, reason, actor string) (Operation, error) {
+	if err := requireReason(reason); err != nil {
+		return Operation{}, err
+	}
+	now := s.Now()
+	op, err := s.store.ReleaseUnapplied(ctx, id, CeilMillisecond(now), Action{Actor: actor, At: now, Reason: reason})
+	if err != nil {
+		return Operation{}, err
 	}
 	s.wake()
 	return op, nil
@@ -580,7 +597,7 @@ func (s *Service) Resolve(ctx context.Context, id string, succeeded bool, reason
 	}
 	op, err := s.store.ResolveOperation(ctx, id, succeeded, Action{Actor: actor, At: s.Now(), Reason: reason})
 	if err != nil {
-		return Operation{}, fmt.Errorf("resolve %s: %w", id, err)
+		return Operation{}, err
 	}
 	return op, nil
 }
@@ -592,7 +609,7 @@ func (s *Service) Cancel(ctx context.Context, id, reason, actor string) (Operati
 	}
 	op, err := s.store.CancelOperation(ctx, id, Action{Actor: actor, At: s.Now(), Reason: reason})
 	if err != nil {
-		return Operation{}, fmt.Errorf("cancel %s: %w", id, err)
+		return Operation{}, err
 	}
 	return op, nil
 }
