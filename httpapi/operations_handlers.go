@@ -24,13 +24,7 @@ func (s *Server) handleEnqueue(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	var errs []FieldError
-	in := body.input("", &errs)
-	if len(errs) > 0 {
-		s.writeProblem(w, r, validationProblem(errs))
-		return
-	}
-	res, err := s.svc.Enqueue(r.Context(), []scheduler.OperationInput{in}, func(int) string { return "" })
+	res, err := s.svc.Enqueue(r.Context(), []scheduler.OperationInput{body.input()}, func(int) string { return "" })
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -59,23 +53,11 @@ func (s *Server) handleEnqueueBatch(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if n := len(body.Operations); n == 0 || n > scheduler.MaxBatch {
-		s.writeProblem(w, r, validationProblem([]FieldError{{
-			Field: "operations", Message: fmt.Sprintf("must hold 1 to %d operations (got %d)", scheduler.MaxBatch, n),
-		}}))
-		return
-	}
-	prefix := func(i int) string { return fmt.Sprintf("operations[%d].", i) }
-	var errs []FieldError
 	ins := make([]scheduler.OperationInput, len(body.Operations))
 	for i, op := range body.Operations {
-		ins[i] = op.input(prefix(i), &errs)
+		ins[i] = op.input()
 	}
-	if len(errs) > 0 {
-		s.writeProblem(w, r, validationProblem(errs))
-		return
-	}
-	res, err := s.svc.Enqueue(r.Context(), ins, prefix)
+	res, err := s.svc.Enqueue(r.Context(), ins, func(i int) string { return fmt.Sprintf("operations[%d].", i) })
 	if err != nil {
 		s.fail(w, r, err)
 		return

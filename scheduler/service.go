@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -69,6 +70,10 @@ type ScopeInput struct {
 	// Profile is the declarative profile a "custom" scope requires; only
 	// such a scope takes one.
 	Profile *providers.Spec
+	// Invalid lists the fields the caller could not read (a duration that
+	// does not parse): PutScope reports them with its own findings, in one
+	// *ValidationError.
+	Invalid []FieldError
 }
 
 var scopeNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
@@ -93,7 +98,7 @@ func (s *Service) PutScope(ctx context.Context, in ScopeInput, actor string) (Sc
 }
 
 func (s *Service) validateScope(in ScopeInput) (ScopeConfig, error) {
-	v := &ValidationError{}
+	v := &ValidationError{Fields: slices.Clone(in.Invalid)}
 	if !scopeNamePattern.MatchString(in.Name) {
 		v.add("providerScope", "must be 1-128 characters: letters, digits and . _ : - (starting with a letter or digit)")
 	}
@@ -138,7 +143,7 @@ func (s *Service) validateScope(in ScopeInput) (ScopeConfig, error) {
 		if rl.Requests < 1 || rl.Requests > 1_000_000 {
 			v.add("rateLimit.requests", "must be between 1 and 1000000")
 		}
-		if rl.Per < time.Second || rl.Per > 31*24*time.Hour {
+		if !v.names("rateLimit.per") && (rl.Per < time.Second || rl.Per > 31*24*time.Hour) {
 			v.add("rateLimit.per", "must be a duration between 1s and 744h")
 		}
 	}
@@ -264,15 +269,21 @@ type OperationInput struct {
 	NotBefore       *time.Time // nil: now
 	MaxAttempts     int        // 0: default
 	MaxElapsed      time.Duration
+	// Invalid lists the fields the caller could not read (a time, a
+	// duration or a body that does not parse), with paths relative to the
+	// operation: Enqueue reports them with its own findings, in one
+	// *ValidationError.
+	Invalid []FieldError
 }
 
 // Enqueue validates and stores operations in one transaction. A validation
-// failure of any item rejects the whole call with a *ValidationError whose
-// fields are prefixed by prefix(i) (so nothing is stored); otherwise each
-// item gets its own EnqueueResult.
+// failure of any item rejects the whole call with one *ValidationError
+// naming every field at fault of every item (each item's Invalid fields
+// and what Enqueue finds), prefixed by prefix(i), so nothing is stored;
+// otherwise each item gets its own EnqueueResult.
 func (s *Service) Enqueue(ctx context.Context, ins []OperationInput, prefix func(i int) string) ([]EnqueueResult, error) {
-	if len(ins) == 0 || len(ins) > MaxBatch {
-		return nil, &ValidationError{Fields: []FieldError{{"operations", fmt.Sprintf("must hold 1 to %d operations", MaxBatch)}}}
+	if n := len(ins); n == 0 || n > MaxBatch {
+		return nil, &ValidationError{Fields: []FieldError{{"operations", fmt.Sprintf("must hold 1 to %d operations (got %d)", MaxBatch, n)}}}
 	}
 	now := s.Now()
 	idem, err := s.callerKeyHeaders(ctx, ins)
@@ -372,7 +383,7 @@ func forbiddenHeader(name string) bool {
 // it. When pacer sends the identity as the key (idem applies to the
 // method), the header is not kept beside it, so it is sent once.
 func (s *Service) normalize(in OperationInput, now time.Time, idem providers.Idempotency) (NewOperation, *ValidationError) {
-	v := &ValidationError{}
+	v := &ValidationError{Fields: slices.Clone(in.Invalid)}
 	if !idPattern.MatchString(in.ID) {
 		v.add("operationId", "is required: 1-200 characters, letters, digits and . _ : @ / - (starting with a letter or digit)")
 	}
