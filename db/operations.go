@@ -547,19 +547,20 @@ func (db *DB) ReleaseUnapplied(ctx context.Context, id string, at time.Time, act
 	return db.release(ctx, id, at, act, scheduler.ActResolve)
 }
 
-// release runs releaseOperation in its own transaction.
+// release runs releaseOperation in its own transaction; its errors are
+// named after the action refused or attempted (release, or resolve).
 func (db *DB) release(ctx context.Context, id string, at time.Time, act scheduler.Action, allowed scheduler.ManualAction) (scheduler.Operation, error) {
 	tx, err := db.beginWrite(ctx)
 	if err != nil {
-		return scheduler.Operation{}, fmt.Errorf("release %s: %w", id, err)
+		return scheduler.Operation{}, fmt.Errorf("%s %s: %w", allowed, id, err)
 	}
 	defer tx.Rollback()
 	r, err := releaseOperation(ctx, tx, id, at, act, allowed)
 	if err != nil {
-		return scheduler.Operation{}, fmt.Errorf("release %s: %w", id, err)
+		return scheduler.Operation{}, fmt.Errorf("%s %s: %w", allowed, id, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return scheduler.Operation{}, fmt.Errorf("release %s: %w", id, err)
+		return scheduler.Operation{}, fmt.Errorf("%s %s: %w", allowed, id, err)
 	}
 	return r.Operation, nil
 }

@@ -295,7 +295,7 @@ func (s *Service) Changes(ctx context.Context, q ChangeQuery) (ChangePage, error
 			if ctx.Err() != nil {
 				return ChangePage{}, ctx.Err()
 			}
-			return ChangePage{}, fmt.Errorf("list changes: %w", err)
+			return ChangePage{}, err
 		}
 		if len(cs) > 0 {
 			return ChangePage{Changes: cs, Next: cs[len(cs)-1].Seq}, nil
