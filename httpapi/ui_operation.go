@@ -177,7 +177,7 @@ func (s *Server) handleUIRelease(w http.ResponseWriter, r *http.Request) {
 // handleUIResolve answers POST /ui/operations/{operationId}/resolve for an
 // operation held with an unknown outcome: "applied" marks it succeeded;
 // "notApplied" releases it to be sent again now with the same request
-// identity.
+// identity (one service call: checked and released in one transaction).
 func (s *Server) handleUIResolve(w http.ResponseWriter, r *http.Request) {
 	id, ok := s.uiOperationParam(w, r)
 	if !ok || !s.uiParseForm(w, r) {
