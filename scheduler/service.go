@@ -562,18 +562,20 @@ func (s *Service) ListAudit(ctx context.Context, id string) ([]AuditEntry, error
 
 // Release runs a held or failed operation again at `at` (now when nil).
 func (s *Service) Release(ctx context.Context, id string, at *time.Time, reason, actor string) (Operation, error) {
-	if err := requireReason(reason); err != nil {
-		return Operation{}, err
-	}
+	v := &ValidationError{}
+	checkReason(v, reason)
 	now := s.Now()
 	when := now
 	if at != nil {
 		if msg := s.policy.CheckTime(*at, now); msg != "" {
-			return Operation{}, &ValidationError{Fields: []FieldError{{"at", msg}}}
+			v.add("at", msg)
 		}
 		if at.After(now) {
 			when = at.UTC()
 		}
+	}
+	if err := v.err(); err != nil {
+		return Operation{}, err
 	}
 	op, err := s.store.ReleaseOperation(ctx, id, CeilMillisecond(when), Action{Actor: actor, At: now, Reason: reason})
 	if err != nil {
@@ -625,9 +627,16 @@ func (s *Service) Cancel(ctx context.Context, id, reason, actor string) (Operati
 	return op, nil
 }
 
+// requireReason is checkReason alone: nil, or a *ValidationError.
 func requireReason(reason string) error {
+	v := &ValidationError{}
+	checkReason(v, reason)
+	return v.err()
+}
+
+// checkReason records in v what is wrong with a manual action's reason.
+func checkReason(v *ValidationError, reason string) {
 	if strings.TrimSpace(reason) == "" || len(reason) > 1000 {
-		return &ValidationError{Fields: []FieldError{{"reason", "is required (at most 1000 characters): say why, for the audit trail"}}}
+		v.add("reason", "is required (at most 1000 characters): say why, for the audit trail")
 	}
-	return nil
 }

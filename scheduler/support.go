@@ -33,10 +33,8 @@ func (s *Service) ReleaseHeldInScope(ctx context.Context, scope, reason, actor s
 // credentials lift an authRevoked hold. Invalid credentials are a
 // *ValidationError; an unknown scope ErrNotFound.
 func (s *Service) ReplaceCredentials(ctx context.Context, scope string, creds Credentials, reason, actor string) (Scope, error) {
-	if err := requireReason(reason); err != nil {
-		return Scope{}, err
-	}
 	v := &ValidationError{}
+	checkReason(v, reason)
 	validateCredentials(v, creds)
 	if err := v.err(); err != nil {
 		return Scope{}, err

@@ -154,4 +154,25 @@ func TestValidationOnePass(t *testing.T) {
 	if fmt.Sprint(got) != "[rateLimit.per baseURL]" {
 		t.Fatalf("scope fields %v, want [rateLimit.per baseURL]", got)
 	}
+
+	// A manual action: its reason and its other input at once.
+	far := h.svc.Now().AddDate(100, 0, 0)
+	names := func(err error) string {
+		t.Helper()
+		var ve *scheduler.ValidationError
+		if !errors.As(err, &ve) {
+			t.Fatalf("%v, want a ValidationError", err)
+		}
+		var fs []string
+		for _, f := range ve.Fields {
+			fs = append(fs, f.Field)
+		}
+		return fmt.Sprint(fs)
+	}
+	if _, err := h.svc.Release(ctx, "ok-1", &far, " ", "carol"); names(err) != "[reason at]" {
+		t.Fatalf("release fields %s, want [reason at]", names(err))
+	}
+	if _, err := h.svc.ReplaceCredentials(ctx, "acct", scheduler.Credentials{Type: "magic"}, "", "carol"); names(err) != "[reason credentials.type]" {
+		t.Fatalf("replace credentials fields %s, want [reason credentials.type]", names(err))
+	}
 }
