@@ -292,6 +292,12 @@ func TestCLIEnqueueAndOps(t *testing.T) {
 		e.pacer(`{"operationId":"x","providerScope":"acct","request":{"method":"GET","path":"/"},"colour":"red"}`, "enqueue").fails(t, exitUsage, `unknown field "colour"`)
 		e.pacer("", "enqueue", "--file", filepath.Join(t.TempDir(), "none.json")).fails(t, exitUsage, "read --file")
 		e.pacer("  ", "enqueue").fails(t, exitUsage, "stdin is empty")
+		// Every field at fault in one line, those the API could not parse
+		// and those the scheduler refused.
+		r = e.pacer(`{"operationId":"x","providerScope":"acct","request":{"method":"BREW","path":"/"},"notBefore":"soon","retry":{"maxElapsed":"forever"}}`, "enqueue")
+		for _, f := range []string{"notBefore", "request.method", "retry.maxElapsed"} {
+			r.fails(t, exitUsage, f)
+		}
 	})
 
 	e.pacer("", "ops", "cancel", "later-1", "--reason", "not needed").ok(t)
@@ -368,6 +374,11 @@ func TestCLIEnqueueAndOps(t *testing.T) {
 		e.pacer("", "ops", "attempts", "nope").fails(t, exitNotFoundOrConflict, `no operation "nope"`)
 		e.pacer("", "ops", "release", "nope", "--reason", "x").fails(t, exitNotFoundOrConflict, `no operation "nope"`)
 		e.pacer("", "ops", "release", "ok-1", "--reason", "again").fails(t, exitNotFoundOrConflict, "only held or failed")
+		// The refusal reads once, as the scheduler's TransitionError says it.
+		if r, want := e.pacer("", "ops", "resolve", "ok-1", "--outcome", "failed", "--reason", "again"),
+			`operation "ok-1": only operations held for unknownOutcome can be resolved; this one is succeeded`; r.msg != want {
+			t.Fatalf("resolve a succeeded operation: %q, want %q", r.msg, want)
+		}
 		e.pacer("", "ops", "cancel", "ok-1").fails(t, exitUsage, "--reason is required")
 		e.pacer("", "ops", "resolve", "ok-1", "--outcome", "maybe", "--reason", "x").fails(t, exitUsage, "--outcome")
 		e.pacer("", "ops", "release", "ok-1", "--reason", "x", "--at", "tomorrow").fails(t, exitUsage, "--at")

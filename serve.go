@@ -126,7 +126,7 @@ func runServe(c *cli.Context) error {
 	}
 	ctx := c.Context
 	if n, err := engine.Recover(ctx); err != nil {
-		return fmt.Errorf("recover leases: %w", err)
+		return err // the engine names it: "recover leases: …"
 	} else if n > 0 {
 		logger.Warn("recovered leases left by an earlier process", "count", n)
 	}

@@ -119,6 +119,76 @@ func TestManualActions(t *testing.T) {
 			t.Fatalf("refused actions audited: %+v", e)
 		}
 	})
+
+	t.Run("ReleaseUnapplied", func(t *testing.T) {
+		d, _ := newTestDB(t)
+		putScope(t, d, "a", scopeOpts{})
+		enqueue(t, d, t0, newOp("unknown", "a", t0), newOp("revoked", "a", t0), newOp("waiting", "a", t0.Add(time.Hour)))
+		cs := claim(t, d, t0, 2)
+		complete(t, d, cs[0], t0, scheduler.Decision{State: scheduler.StateHeld, HoldReason: scheduler.HoldUnknownOutcome, MaybeApplied: true},
+			providers.Outcome{Class: providers.ClassUnknownOutcome})
+		complete(t, d, cs[1], t0, scheduler.Decision{State: scheduler.StateHeld, HoldReason: scheduler.HoldAuthRevoked},
+			providers.Outcome{Class: providers.ClassAuthRevoked, Status: 401})
+		at := t0.Add(time.Hour)
+		op, err := d.ReleaseUnapplied(ctx, "unknown", at, act)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// As a release: same identity, fresh budget, MaybeApplied kept.
+		if op.State != scheduler.StateScheduled || op.HoldReason != "" || !op.NextAttemptAt.Equal(at) || op.BudgetAttempts != 0 ||
+			op.RequestIdentity != "unknown" || !op.MaybeApplied {
+			t.Fatalf("released %+v", op)
+		}
+		if e, _ := d.ListAudit(ctx, "unknown"); len(e) != 1 || e[0].Action != "release" || !strings.Contains(e[0].Detail, "held (unknownOutcome) → scheduled") {
+			t.Fatalf("audit %+v", e)
+		}
+		// Only an operation held for unknownOutcome: not one held for
+		// another reason, nor one that waits, nor the same one again.
+		for _, tt := range []struct {
+			id   string
+			from scheduler.State
+		}{{"revoked", scheduler.StateHeld}, {"waiting", scheduler.StateScheduled}, {"unknown", scheduler.StateScheduled}} {
+			before := getOp(t, d, tt.id)
+			_, err := d.ReleaseUnapplied(ctx, tt.id, at, act)
+			var te *scheduler.TransitionError
+			if !errors.As(err, &te) || te.Action != scheduler.ActResolve || te.From != tt.from || !errors.Is(err, scheduler.ErrInvalidTransition) {
+				t.Fatalf("release unapplied %s = %v, want a TransitionError from %s", tt.id, err, tt.from)
+			}
+			if after := getOp(t, d, tt.id); after.State != before.State || !after.UpdatedAt.Equal(before.UpdatedAt) {
+				t.Fatalf("refused release changed %s: %+v", tt.id, after)
+			}
+		}
+		if _, err := d.ReleaseUnapplied(ctx, "nope", at, act); !errors.Is(err, scheduler.ErrNotFound) {
+			t.Fatalf("release unapplied unknown = %v", err)
+		}
+	})
+
+	t.Run("TransitionErrorReadsOnce", func(t *testing.T) {
+		d, _ := newTestDB(t)
+		putScope(t, d, "a", scopeOpts{})
+		enqueue(t, d, t0, newOp("op", "a", t0), newOp("run", "a", t0.Add(-time.Minute)))
+		claim(t, d, t0, 1) // run
+		for _, tt := range []struct {
+			err  func() error
+			want string
+		}{
+			{func() error { _, err := d.ReleaseOperation(ctx, "op", t0, act); return err },
+				"release op: only held or failed operations can be released; this one is scheduled"},
+			{func() error { _, err := d.ResolveOperation(ctx, "op", true, act); return err },
+				"resolve op: only operations held for unknownOutcome can be resolved; this one is scheduled"},
+			{func() error { _, err := d.CancelOperation(ctx, "run", act); return err },
+				"cancel run: only scheduled, waitingForBudget, held or failed operations can be canceled; this one is running: its request is already on its way"},
+		} {
+			err := tt.err()
+			var te *scheduler.TransitionError
+			if !errors.As(err, &te) || !errors.Is(err, scheduler.ErrInvalidTransition) {
+				t.Fatalf("%v: not a TransitionError", err)
+			}
+			if err.Error() != tt.want {
+				t.Fatalf("error reads %q, want %q", err, tt.want)
+			}
+		}
+	})
 }
 
 func TestDurableAcrossReopen(t *testing.T) {

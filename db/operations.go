@@ -538,33 +538,47 @@ func decodeCursor(c string) (createdAt, rowID int64, err error) {
 	return createdAt, rowID, nil
 }
 
-// ReleaseOperation moves a held or failed operation to scheduled at `at`
-// with a fresh retry budget (see scheduler.Store) and records act
-// ("release"). ErrInvalidTransition for other states, ErrNotFound for
-// unknown IDs.
+// ReleaseOperation moves an operation that CanRelease to scheduled at
+// `at` with a fresh retry budget (see scheduler.Store) and records act
+// ("release"). A *scheduler.TransitionError for other states, ErrNotFound
+// for unknown IDs.
 func (db *DB) ReleaseOperation(ctx context.Context, id string, at time.Time, act scheduler.Action) (scheduler.Operation, error) {
+	return db.release(ctx, id, at, act, scheduler.ActRelease)
+}
+
+// ReleaseUnapplied releases, as ReleaseOperation does, an operation that
+// CanResolve, in the same transaction as the check (see scheduler.Store).
+func (db *DB) ReleaseUnapplied(ctx context.Context, id string, at time.Time, act scheduler.Action) (scheduler.Operation, error) {
+	return db.release(ctx, id, at, act, scheduler.ActResolve)
+}
+
+// release runs releaseOperation in its own transaction; its errors are
+// named after the action refused or attempted (release, or resolve).
+func (db *DB) release(ctx context.Context, id string, at time.Time, act scheduler.Action, allowed scheduler.ManualAction) (scheduler.Operation, error) {
 	tx, err := db.beginWrite(ctx)
 	if err != nil {
-		return scheduler.Operation{}, fmt.Errorf("release %s: %w", id, err)
+		return scheduler.Operation{}, fmt.Errorf("%s %s: %w", allowed, id, err)
 	}
 	defer tx.Rollback()
-	r, err := releaseOperation(ctx, tx, id, at, act)
+	r, err := releaseOperation(ctx, tx, id, at, act, allowed)
 	if err != nil {
-		return scheduler.Operation{}, fmt.Errorf("release %s: %w", id, err)
+		return scheduler.Operation{}, fmt.Errorf("%s %s: %w", allowed, id, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return scheduler.Operation{}, fmt.Errorf("release %s: %w", id, err)
+		return scheduler.Operation{}, fmt.Errorf("%s %s: %w", allowed, id, err)
 	}
 	return r.Operation, nil
 }
 
-func releaseOperation(ctx context.Context, tx *sql.Tx, id string, at time.Time, act scheduler.Action) (opRow, error) {
+// releaseOperation releases the operation when its state allows the
+// manual action allowed (release, or the resolve of one not applied).
+func releaseOperation(ctx context.Context, tx *sql.Tx, id string, at time.Time, act scheduler.Action, allowed scheduler.ManualAction) (opRow, error) {
 	r, err := findOperation(ctx, tx, id)
 	if err != nil {
 		return opRow{}, err
 	}
-	if !r.State.CanRelease() {
-		return opRow{}, fmt.Errorf("%w: a %s operation cannot be released (only held or failed)", scheduler.ErrInvalidTransition, r.State)
+	if err := r.Allow(allowed); err != nil {
+		return opRow{}, err
 	}
 	_, err = tx.ExecContext(ctx, `
 		UPDATE operations SET state = 'scheduled', next_attempt_at = ?, hold_reason = NULL,
@@ -574,17 +588,17 @@ func releaseOperation(ctx context.Context, tx *sql.Tx, id string, at time.Time, 
 	if err != nil {
 		return opRow{}, err
 	}
-	detail := fmt.Sprintf("%s → scheduled at %s", describeState(r.Operation), at.UTC().Format(time.RFC3339))
-	if err := insertAudit(ctx, tx, auditRow{opRowID: r.id, scope: r.Scope, action: "release", act: act, detail: detail}); err != nil {
+	detail := fmt.Sprintf("%s → scheduled at %s", r.DescribeState(), at.UTC().Format(time.RFC3339))
+	if err := insertAudit(ctx, tx, auditRow{opRowID: r.id, scope: r.Scope, action: string(scheduler.ActRelease), act: act, detail: detail}); err != nil {
 		return opRow{}, err
 	}
 	return findOperationByRowID(ctx, tx, r.id)
 }
 
-// ResolveOperation ends a held unknownOutcome operation as succeeded, or as
+// ResolveOperation ends an operation that CanResolve as succeeded, or as
 // failed with FailureResolvedFailed, and records act ("resolve"). A person
-// settled what happened, so MaybeApplied is cleared.
-// ErrInvalidTransition unless the operation is held for unknownOutcome.
+// settled what happened, so MaybeApplied is cleared. A
+// *scheduler.TransitionError otherwise.
 func (db *DB) ResolveOperation(ctx context.Context, id string, succeeded bool, act scheduler.Action) (scheduler.Operation, error) {
 	tx, err := db.beginWrite(ctx)
 	if err != nil {
@@ -606,8 +620,8 @@ func resolveOperation(ctx context.Context, tx *sql.Tx, id string, succeeded bool
 	if err != nil {
 		return opRow{}, err
 	}
-	if r.State != scheduler.StateHeld || r.HoldReason != scheduler.HoldUnknownOutcome {
-		return opRow{}, fmt.Errorf("%w: only an operation held for unknownOutcome can be resolved; this one is %s", scheduler.ErrInvalidTransition, describeState(r.Operation))
+	if err := r.Allow(scheduler.ActResolve); err != nil {
+		return opRow{}, err
 	}
 	to, failure := scheduler.StateSucceeded, sql.NullString{}
 	if !succeeded {
@@ -621,16 +635,16 @@ func resolveOperation(ctx context.Context, tx *sql.Tx, id string, succeeded bool
 	if err != nil {
 		return opRow{}, err
 	}
-	detail := fmt.Sprintf("%s → %s", describeState(r.Operation), to)
-	if err := insertAudit(ctx, tx, auditRow{opRowID: r.id, scope: r.Scope, action: "resolve", act: act, detail: detail}); err != nil {
+	detail := fmt.Sprintf("%s → %s", r.DescribeState(), to)
+	if err := insertAudit(ctx, tx, auditRow{opRowID: r.id, scope: r.Scope, action: string(scheduler.ActResolve), act: act, detail: detail}); err != nil {
 		return opRow{}, err
 	}
 	return findOperationByRowID(ctx, tx, r.id)
 }
 
-// CancelOperation cancels an operation whose state CanCancel and records
-// act ("cancel"); ErrInvalidTransition otherwise (a running operation's
-// request is already on its way).
+// CancelOperation cancels an operation that CanCancel and records act
+// ("cancel"); a *scheduler.TransitionError otherwise (a running
+// operation's request is already on its way).
 func (db *DB) CancelOperation(ctx context.Context, id string, act scheduler.Action) (scheduler.Operation, error) {
 	tx, err := db.beginWrite(ctx)
 	if err != nil {
@@ -652,8 +666,8 @@ func cancelOperation(ctx context.Context, tx *sql.Tx, id string, act scheduler.A
 	if err != nil {
 		return opRow{}, err
 	}
-	if !r.State.CanCancel() {
-		return opRow{}, fmt.Errorf("%w: a %s operation cannot be canceled", scheduler.ErrInvalidTransition, r.State)
+	if err := r.Allow(scheduler.ActCancel); err != nil {
+		return opRow{}, err
 	}
 	_, err = tx.ExecContext(ctx, `
 		UPDATE operations SET state = 'canceled', hold_reason = NULL, failure_reason = NULL,
@@ -662,21 +676,9 @@ func cancelOperation(ctx context.Context, tx *sql.Tx, id string, act scheduler.A
 	if err != nil {
 		return opRow{}, err
 	}
-	detail := fmt.Sprintf("%s → canceled", describeState(r.Operation))
-	if err := insertAudit(ctx, tx, auditRow{opRowID: r.id, scope: r.Scope, action: "cancel", act: act, detail: detail}); err != nil {
+	detail := fmt.Sprintf("%s → canceled", r.DescribeState())
+	if err := insertAudit(ctx, tx, auditRow{opRowID: r.id, scope: r.Scope, action: string(scheduler.ActCancel), act: act, detail: detail}); err != nil {
 		return opRow{}, err
 	}
 	return findOperationByRowID(ctx, tx, r.id)
-}
-
-// describeState names an operation's state with its reason, for the audit
-// trail: "held (unknownOutcome)", "failed (permanent)", "scheduled".
-func describeState(o scheduler.Operation) string {
-	switch {
-	case o.HoldReason != "":
-		return fmt.Sprintf("%s (%s)", o.State, o.HoldReason)
-	case o.FailureReason != "":
-		return fmt.Sprintf("%s (%s)", o.State, o.FailureReason)
-	}
-	return string(o.State)
 }

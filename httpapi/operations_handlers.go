@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,13 +24,7 @@ func (s *Server) handleEnqueue(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	var errs []FieldError
-	in := body.input("", &errs)
-	if len(errs) > 0 {
-		s.writeProblem(w, r, validationProblem(errs))
-		return
-	}
-	res, err := s.svc.Enqueue(r.Context(), []scheduler.OperationInput{in}, func(int) string { return "" })
+	res, err := s.svc.Enqueue(r.Context(), []scheduler.OperationInput{body.input()}, func(int) string { return "" })
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -60,23 +53,11 @@ func (s *Server) handleEnqueueBatch(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if n := len(body.Operations); n == 0 || n > scheduler.MaxBatch {
-		s.writeProblem(w, r, validationProblem([]FieldError{{
-			Field: "operations", Message: fmt.Sprintf("must hold 1 to %d operations (got %d)", scheduler.MaxBatch, n),
-		}}))
-		return
-	}
-	prefix := func(i int) string { return fmt.Sprintf("operations[%d].", i) }
-	var errs []FieldError
 	ins := make([]scheduler.OperationInput, len(body.Operations))
 	for i, op := range body.Operations {
-		ins[i] = op.input(prefix(i), &errs)
+		ins[i] = op.input()
 	}
-	if len(errs) > 0 {
-		s.writeProblem(w, r, validationProblem(errs))
-		return
-	}
-	res, err := s.svc.Enqueue(r.Context(), ins, prefix)
+	res, err := s.svc.Enqueue(r.Context(), ins, func(i int) string { return fmt.Sprintf("operations[%d].", i) })
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -290,7 +271,7 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request) {
 	}
 	op, err := s.svc.Release(r.Context(), id, at, body.Reason, actorFrom(r.Context()))
 	if err != nil {
-		s.fail(w, r, s.actionError(r.Context(), err, id, "only held or failed operations can be released"))
+		s.fail(w, r, actionError(err, id))
 		return
 	}
 	s.writeJSON(w, r, http.StatusOK, newOperation(op))
@@ -319,7 +300,7 @@ func (s *Server) handleResolve(w http.ResponseWriter, r *http.Request) {
 	}
 	op, err := s.svc.Resolve(r.Context(), id, succeeded, body.Reason, actorFrom(r.Context()))
 	if err != nil {
-		s.fail(w, r, s.actionError(r.Context(), err, id, "only operations held for unknownOutcome can be resolved"))
+		s.fail(w, r, actionError(err, id))
 		return
 	}
 	s.writeJSON(w, r, http.StatusOK, newOperation(op))
@@ -338,8 +319,7 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 	}
 	op, err := s.svc.Cancel(r.Context(), id, body.Reason, actorFrom(r.Context()))
 	if err != nil {
-		s.fail(w, r, s.actionError(r.Context(), err, id,
-			"only scheduled, waitingForBudget, held or failed operations can be canceled; a running one is already on its way"))
+		s.fail(w, r, actionError(err, id))
 		return
 	}
 	s.writeJSON(w, r, http.StatusOK, newOperation(op))
@@ -356,18 +336,14 @@ func (s *Server) operationParam(w http.ResponseWriter, r *http.Request) (string,
 }
 
 // actionError gives a manual action's error a detail that names the
-// operation and, for a refused transition, its current state and rule.
-func (s *Server) actionError(ctx context.Context, err error, id, rule string) error {
-	switch {
-	case errors.Is(err, scheduler.ErrNotFound):
-		return operationNotFound(err, id)
-	case errors.Is(err, scheduler.ErrInvalidTransition):
-		if op, gerr := s.svc.GetOperation(ctx, id); gerr == nil {
-			return withDetail(err, "operation %q is %s: %s", id, op.State, rule)
-		}
-		return withDetail(err, "operation %q: %s", id, rule)
+// operation and, for a refused transition, what the TransitionError says
+// (the rule and the state it was refused in).
+func actionError(err error, id string) error {
+	var te *scheduler.TransitionError
+	if errors.As(err, &te) {
+		return withDetail(err, "operation %q: %s", id, te)
 	}
-	return err
+	return operationNotFound(err, id)
 }
 
 // operationNotFound names the operation in a not-found error's detail.

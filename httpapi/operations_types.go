@@ -239,15 +239,17 @@ type CancelRequest struct {
 	Reason string `json:"reason"`
 }
 
-// input converts an enqueue body, collecting parse-level problems (bad
-// time, duration, base64, body) in errs with their field prefixed by
-// prefix. The scheduler validates everything else.
-func (e EnqueueRequest) input(prefix string, errs *[]FieldError) scheduler.OperationInput {
-	add := func(field, msg string) { *errs = append(*errs, FieldError{prefix + field, msg}) }
+// input converts an enqueue body. What does not parse (a time, a duration,
+// base64, a media type) goes into the input's Invalid fields, which the
+// scheduler reports together with everything else it validates.
+func (e EnqueueRequest) input() scheduler.OperationInput {
 	in := scheduler.OperationInput{
 		ID: e.OperationID, Scope: e.ProviderScope, Kind: scheduler.Kind(e.Kind),
 		Method: e.Request.Method, Path: e.Request.Path, Headers: e.Request.Headers,
 		RequestIdentity: e.RequestIdentity,
+	}
+	add := func(field, msg string) {
+		in.Invalid = append(in.Invalid, scheduler.FieldError{Field: field, Message: msg})
 	}
 
 	var contentType, ctKey string

@@ -20,13 +20,7 @@ func (s *Server) handlePutScope(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	var errs []FieldError
-	in := body.input(name, &errs)
-	if len(errs) > 0 {
-		s.writeProblem(w, r, validationProblem(errs))
-		return
-	}
-	sc, created, err := s.svc.PutScope(r.Context(), in, actorFrom(r.Context()))
+	sc, created, err := s.svc.PutScope(r.Context(), body.input(name), actorFrom(r.Context()))
 	if err != nil {
 		s.fail(w, r, err)
 		return

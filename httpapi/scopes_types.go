@@ -121,9 +121,10 @@ type ScopeList struct {
 	Scopes []Scope `json:"scopes"`
 }
 
-// input converts the body of a PUT for scope name, collecting parse errors
-// in errs.
-func (b PutScopeRequest) input(name string, errs *[]FieldError) scheduler.ScopeInput {
+// input converts the body of a PUT for scope name. A duration that does
+// not parse goes into the input's Invalid fields, which the scheduler
+// reports together with everything else it validates.
+func (b PutScopeRequest) input(name string) scheduler.ScopeInput {
 	in := scheduler.ScopeInput{
 		Name: name, Provider: b.Provider, BaseURL: b.BaseURL,
 		IdempotencyHeader: b.IdempotencyHeader, MaxConcurrent: b.MaxConcurrent,
@@ -138,7 +139,7 @@ func (b PutScopeRequest) input(name string, errs *[]FieldError) scheduler.ScopeI
 	if rl := b.RateLimit; rl != nil {
 		per, ok := parseDuration(rl.Per)
 		if !ok {
-			*errs = append(*errs, FieldError{"rateLimit.per", `must be a duration such as "1h" or "15m"`})
+			in.Invalid = append(in.Invalid, scheduler.FieldError{Field: "rateLimit.per", Message: `must be a duration such as "1h" or "15m"`})
 		}
 		in.RateLimit = &scheduler.RateLimit{Requests: rl.Requests, Per: per}
 	}

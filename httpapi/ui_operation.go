@@ -103,9 +103,8 @@ func (s *Server) uiOperationView(w http.ResponseWriter, r *http.Request, id stri
 		uiPage: s.uiBase(w, r, "Operation "+op.ID),
 		Op:     op, Headers: displayHeaders(op.Request.Headers, shownHeader),
 		BodySize: len(op.Request.Body), Words: stateWords(op), Audit: audit, Scope: sc,
-		CanRelease: op.State.CanRelease(), CanCancel: op.State.CanCancel(),
-		CanResolve: op.State == scheduler.StateHeld && op.HoldReason == scheduler.HoldUnknownOutcome,
-		Release:    uiForm{When: "now"}, Resolve: uiForm{Outcome: ""},
+		CanRelease: op.CanRelease(), CanCancel: op.CanCancel(), CanResolve: op.CanResolve(),
+		Release: uiForm{When: "now"}, Resolve: uiForm{Outcome: ""},
 	}
 	if op.LastOutcome != nil {
 		v.Answer = newAnswerView(op.LastOutcome.Response)
@@ -178,7 +177,7 @@ func (s *Server) handleUIRelease(w http.ResponseWriter, r *http.Request) {
 // handleUIResolve answers POST /ui/operations/{operationId}/resolve for an
 // operation held with an unknown outcome: "applied" marks it succeeded;
 // "notApplied" releases it to be sent again now with the same request
-// identity.
+// identity (one service call: checked and released in one transaction).
 func (s *Server) handleUIResolve(w http.ResponseWriter, r *http.Request) {
 	id, ok := s.uiOperationParam(w, r)
 	if !ok || !s.uiParseForm(w, r) {
@@ -196,14 +195,7 @@ func (s *Server) handleUIResolve(w http.ResponseWriter, r *http.Request) {
 		}
 		msg = "Resolved: the provider applied it, so it is marked succeeded and will not be sent again."
 	case "notApplied":
-		op, err := s.svc.GetOperation(ctx, id)
-		if err == nil && (op.State != scheduler.StateHeld || op.HoldReason != scheduler.HoldUnknownOutcome) {
-			err = fmt.Errorf("%w: only an operation held with an unknown outcome can be resolved", scheduler.ErrInvalidTransition)
-		}
-		if err == nil {
-			_, err = s.svc.Release(ctx, id, nil, form.Reason, actor)
-		}
-		if err != nil {
+		if _, err := s.svc.ReleaseUnapplied(ctx, id, form.Reason, actor); err != nil {
 			s.uiOperationActionError(w, r, id, err, setForm)
 			return
 		}
@@ -259,7 +251,10 @@ func (s *Server) uiOperationFormError(w http.ResponseWriter, r *http.Request, id
 // uiActionProblem turns an action's error into a status and a message for
 // its form; ok is false for errors the form cannot explain.
 func uiActionProblem(err error) (status int, msg string, ok bool) {
-	var ve *scheduler.ValidationError
+	var (
+		ve *scheduler.ValidationError
+		te *scheduler.TransitionError
+	)
 	switch {
 	case errors.As(err, &ve):
 		parts := make([]string, len(ve.Fields))
@@ -272,12 +267,8 @@ func uiActionProblem(err error) (status int, msg string, ok bool) {
 			parts[i] = capitalize(field) + " " + f.Message + "."
 		}
 		return http.StatusUnprocessableEntity, strings.Join(parts, " "), true
-	case errors.Is(err, scheduler.ErrInvalidTransition):
-		msg := err.Error()
-		if _, after, found := strings.Cut(msg, scheduler.ErrInvalidTransition.Error()+": "); found {
-			msg = after
-		}
-		return http.StatusConflict, "Not possible now: " + msg + ".", true
+	case errors.As(err, &te):
+		return http.StatusConflict, "Not possible now: " + te.Error() + ".", true
 	}
 	return 0, "", false
 }

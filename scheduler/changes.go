@@ -222,6 +222,14 @@ func (s notifyingStore) ReleaseOperation(ctx context.Context, id string, at time
 	return op, err
 }
 
+func (s notifyingStore) ReleaseUnapplied(ctx context.Context, id string, at time.Time, act Action) (Operation, error) {
+	op, err := s.Store.ReleaseUnapplied(ctx, id, at, act)
+	if err == nil {
+		s.n.Notify()
+	}
+	return op, err
+}
+
 func (s notifyingStore) ResolveOperation(ctx context.Context, id string, succeeded bool, act Action) (Operation, error) {
 	op, err := s.Store.ResolveOperation(ctx, id, succeeded, act)
 	if err == nil {
@@ -287,7 +295,7 @@ func (s *Service) Changes(ctx context.Context, q ChangeQuery) (ChangePage, error
 			if ctx.Err() != nil {
 				return ChangePage{}, ctx.Err()
 			}
-			return ChangePage{}, fmt.Errorf("list changes: %w", err)
+			return ChangePage{}, err
 		}
 		if len(cs) > 0 {
 			return ChangePage{Changes: cs, Next: cs[len(cs)-1].Seq}, nil

@@ -363,7 +363,7 @@ func (e *Engine) runOnce(ctx context.Context) (claimed int, full bool, err error
 	claimStart := e.clock.Now()
 	claims, err := e.store.ClaimDue(ctx, ClaimParams{Now: now, Limit: free, LeaseFor: e.cfg.LeaseDuration, Durable: e.durableClaim})
 	if err != nil {
-		return 0, false, fmt.Errorf("claim due operations: %w", err)
+		return 0, false, err
 	}
 	e.cfg.Observer.ObserveClaim(e.clock.Now().Sub(claimStart), len(claims))
 	e.heartbeat()

@@ -52,6 +52,16 @@ func (e *ValidationError) Error() string {
 // add records one field error.
 func (e *ValidationError) add(field, msg string) { e.Fields = append(e.Fields, FieldError{field, msg}) }
 
+// names reports whether e already holds an error for field.
+func (e *ValidationError) names(field string) bool {
+	for _, f := range e.Fields {
+		if f.Field == field {
+			return true
+		}
+	}
+	return false
+}
+
 // err returns e when it holds any field error, else nil.
 func (e *ValidationError) err() error {
 	if len(e.Fields) == 0 {

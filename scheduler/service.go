@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -69,6 +70,10 @@ type ScopeInput struct {
 	// Profile is the declarative profile a "custom" scope requires; only
 	// such a scope takes one.
 	Profile *providers.Spec
+	// Invalid lists the fields the caller could not read (a duration that
+	// does not parse): PutScope reports them with its own findings, in one
+	// *ValidationError.
+	Invalid []FieldError
 }
 
 var scopeNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
@@ -86,14 +91,14 @@ func (s *Service) PutScope(ctx context.Context, in ScopeInput, actor string) (Sc
 	}
 	sc, created, err := s.store.PutScope(ctx, cfg, Action{Actor: actor, At: s.Now(), Reason: "put scope"})
 	if err != nil {
-		return Scope{}, false, fmt.Errorf("put scope: %w", err)
+		return Scope{}, false, err
 	}
 	s.wake()
 	return sc, created, nil
 }
 
 func (s *Service) validateScope(in ScopeInput) (ScopeConfig, error) {
-	v := &ValidationError{}
+	v := &ValidationError{Fields: slices.Clone(in.Invalid)}
 	if !scopeNamePattern.MatchString(in.Name) {
 		v.add("providerScope", "must be 1-128 characters: letters, digits and . _ : - (starting with a letter or digit)")
 	}
@@ -138,7 +143,7 @@ func (s *Service) validateScope(in ScopeInput) (ScopeConfig, error) {
 		if rl.Requests < 1 || rl.Requests > 1_000_000 {
 			v.add("rateLimit.requests", "must be between 1 and 1000000")
 		}
-		if rl.Per < time.Second || rl.Per > 31*24*time.Hour {
+		if !v.names("rateLimit.per") && (rl.Per < time.Second || rl.Per > 31*24*time.Hour) {
 			v.add("rateLimit.per", "must be a duration between 1s and 744h")
 		}
 	}
@@ -244,7 +249,7 @@ func (s *Service) ResumeScope(ctx context.Context, name, reason, actor string) (
 	}
 	sc, err := s.store.ResumeScope(ctx, name, Action{Actor: actor, At: s.Now(), Reason: reason})
 	if err != nil {
-		return Scope{}, fmt.Errorf("resume scope: %w", err)
+		return Scope{}, err
 	}
 	s.wake()
 	return sc, nil
@@ -264,15 +269,21 @@ type OperationInput struct {
 	NotBefore       *time.Time // nil: now
 	MaxAttempts     int        // 0: default
 	MaxElapsed      time.Duration
+	// Invalid lists the fields the caller could not read (a time, a
+	// duration or a body that does not parse), with paths relative to the
+	// operation: Enqueue reports them with its own findings, in one
+	// *ValidationError.
+	Invalid []FieldError
 }
 
 // Enqueue validates and stores operations in one transaction. A validation
-// failure of any item rejects the whole call with a *ValidationError whose
-// fields are prefixed by prefix(i) (so nothing is stored); otherwise each
-// item gets its own EnqueueResult.
+// failure of any item rejects the whole call with one *ValidationError
+// naming every field at fault of every item (each item's Invalid fields
+// and what Enqueue finds), prefixed by prefix(i), so nothing is stored;
+// otherwise each item gets its own EnqueueResult.
 func (s *Service) Enqueue(ctx context.Context, ins []OperationInput, prefix func(i int) string) ([]EnqueueResult, error) {
-	if len(ins) == 0 || len(ins) > MaxBatch {
-		return nil, &ValidationError{Fields: []FieldError{{"operations", fmt.Sprintf("must hold 1 to %d operations", MaxBatch)}}}
+	if n := len(ins); n == 0 || n > MaxBatch {
+		return nil, &ValidationError{Fields: []FieldError{{"operations", fmt.Sprintf("must hold 1 to %d operations (got %d)", MaxBatch, n)}}}
 	}
 	now := s.Now()
 	idem, err := s.callerKeyHeaders(ctx, ins)
@@ -296,7 +307,7 @@ func (s *Service) Enqueue(ctx context.Context, ins []OperationInput, prefix func
 	}
 	res, err := s.store.Enqueue(ctx, ops, now)
 	if err != nil {
-		return nil, fmt.Errorf("enqueue: %w", err)
+		return nil, err
 	}
 	s.wake()
 	return res, nil
@@ -316,7 +327,7 @@ func (s *Service) callerKeyHeaders(ctx context.Context, ins []OperationInput) (m
 		switch {
 		case errors.Is(err, ErrNotFound):
 		case err != nil:
-			return nil, fmt.Errorf("read scope %s: %w", in.Scope, err)
+			return nil, err
 		default:
 			idem[in.Scope] = ScopeIdempotency(sc.Provider, sc.IdempotencyHeader, sc.Profile)
 		}
@@ -372,7 +383,7 @@ func forbiddenHeader(name string) bool {
 // it. When pacer sends the identity as the key (idem applies to the
 // method), the header is not kept beside it, so it is sent once.
 func (s *Service) normalize(in OperationInput, now time.Time, idem providers.Idempotency) (NewOperation, *ValidationError) {
-	v := &ValidationError{}
+	v := &ValidationError{Fields: slices.Clone(in.Invalid)}
 	if !idPattern.MatchString(in.ID) {
 		v.add("operationId", "is required: 1-200 characters, letters, digits and . _ : @ / - (starting with a letter or digit)")
 	}
@@ -551,22 +562,41 @@ func (s *Service) ListAudit(ctx context.Context, id string) ([]AuditEntry, error
 
 // Release runs a held or failed operation again at `at` (now when nil).
 func (s *Service) Release(ctx context.Context, id string, at *time.Time, reason, actor string) (Operation, error) {
-	if err := requireReason(reason); err != nil {
-		return Operation{}, err
-	}
+	v := &ValidationError{}
+	checkReason(v, reason)
 	now := s.Now()
 	when := now
 	if at != nil {
 		if msg := s.policy.CheckTime(*at, now); msg != "" {
-			return Operation{}, &ValidationError{Fields: []FieldError{{"at", msg}}}
+			v.add("at", msg)
 		}
 		if at.After(now) {
 			when = at.UTC()
 		}
 	}
+	if err := v.err(); err != nil {
+		return Operation{}, err
+	}
 	op, err := s.store.ReleaseOperation(ctx, id, CeilMillisecond(when), Action{Actor: actor, At: now, Reason: reason})
 	if err != nil {
-		return Operation{}, fmt.Errorf("release %s: %w", id, err)
+		return Operation{}, err
+	}
+	s.wake()
+	return op, nil
+}
+
+// ReleaseUnapplied resolves an operation held for unknownOutcome that a
+// person found the provider did not apply: it runs again now, with the
+// same request identity and a fresh retry budget, checked and released in
+// one transaction (Store.ReleaseUnapplied).
+func (s *Service) ReleaseUnapplied(ctx context.Context, id, reason, actor string) (Operation, error) {
+	if err := requireReason(reason); err != nil {
+		return Operation{}, err
+	}
+	now := s.Now()
+	op, err := s.store.ReleaseUnapplied(ctx, id, CeilMillisecond(now), Action{Actor: actor, At: now, Reason: reason})
+	if err != nil {
+		return Operation{}, err
 	}
 	s.wake()
 	return op, nil
@@ -580,7 +610,7 @@ func (s *Service) Resolve(ctx context.Context, id string, succeeded bool, reason
 	}
 	op, err := s.store.ResolveOperation(ctx, id, succeeded, Action{Actor: actor, At: s.Now(), Reason: reason})
 	if err != nil {
-		return Operation{}, fmt.Errorf("resolve %s: %w", id, err)
+		return Operation{}, err
 	}
 	return op, nil
 }
@@ -592,14 +622,21 @@ func (s *Service) Cancel(ctx context.Context, id, reason, actor string) (Operati
 	}
 	op, err := s.store.CancelOperation(ctx, id, Action{Actor: actor, At: s.Now(), Reason: reason})
 	if err != nil {
-		return Operation{}, fmt.Errorf("cancel %s: %w", id, err)
+		return Operation{}, err
 	}
 	return op, nil
 }
 
+// requireReason is checkReason alone: nil, or a *ValidationError.
 func requireReason(reason string) error {
+	v := &ValidationError{}
+	checkReason(v, reason)
+	return v.err()
+}
+
+// checkReason records in v what is wrong with a manual action's reason.
+func checkReason(v *ValidationError, reason string) {
 	if strings.TrimSpace(reason) == "" || len(reason) > 1000 {
-		return &ValidationError{Fields: []FieldError{{"reason", "is required (at most 1000 characters): say why, for the audit trail"}}}
+		v.add("reason", "is required (at most 1000 characters): say why, for the audit trail")
 	}
-	return nil
 }

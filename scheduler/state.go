@@ -51,15 +51,6 @@ func (s State) Terminal() bool {
 	return s == StateSucceeded || s == StateFailed || s == StateCanceled
 }
 
-// CanRelease reports whether a person may release an operation in s.
-func (s State) CanRelease() bool { return s == StateHeld || s == StateFailed }
-
-// CanCancel reports whether a person may cancel an operation in s. A running
-// operation cannot be canceled: its request is already on its way.
-func (s State) CanCancel() bool {
-	return s == StateScheduled || s == StateWaitingForBudget || s == StateHeld || s == StateFailed
-}
-
 // Kind says whether an operation is safe to repeat.
 type Kind string
 

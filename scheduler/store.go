@@ -12,6 +12,8 @@ import (
 // Package db implements it on SQLite. Every method is one transaction:
 // either all of its writes commit or none do. Times are passed in by the
 // caller (the scheduler's clock); the store never reads a clock itself.
+// Its errors name what failed and on what ("release op-1: …"): callers
+// return them without a prefix of their own.
 type Store interface {
 	// PutScope creates or replaces the scope cfg.Name. Credentials are
 	// stored encrypted. Replacing the credentials of a scope held with
@@ -64,19 +66,26 @@ type Store interface {
 	// many it released; ErrNotFound for an unknown scope.
 	ReleaseHeldInScope(ctx context.Context, scope string, at time.Time, act Action) (int, error)
 
-	// ReleaseOperation moves a held or failed operation to scheduled at
-	// `at`, with the same request identity and a fresh retry budget
-	// (BudgetAttempts 0, Deadline at+Retry.MaxElapsed), clears its hold and
-	// failure reasons (MaybeApplied stays) and records act.
-	// ErrInvalidTransition for other states, ErrNotFound for unknown IDs.
+	// ReleaseOperation moves an operation that CanRelease (held or failed)
+	// to scheduled at `at`, with the same request identity and a fresh
+	// retry budget (BudgetAttempts 0, Deadline at+Retry.MaxElapsed), clears
+	// its hold and failure reasons (MaybeApplied stays) and records act
+	// ("release"). A *TransitionError (ActRelease) for other states,
+	// ErrNotFound for unknown IDs.
 	ReleaseOperation(ctx context.Context, id string, at time.Time, act Action) (Operation, error)
-	// ResolveOperation ends a held unknownOutcome operation as succeeded or
-	// as failed (FailureResolvedFailed), clears MaybeApplied (a person
-	// settled it) and records act.
-	// ErrInvalidTransition unless the operation is held for unknownOutcome.
+	// ReleaseUnapplied releases, as ReleaseOperation does, an operation
+	// that CanResolve (held for unknownOutcome) which a person found the
+	// provider did not apply, so that it is sent again; the check and the
+	// release are one transaction. A *TransitionError (ActResolve)
+	// otherwise.
+	ReleaseUnapplied(ctx context.Context, id string, at time.Time, act Action) (Operation, error)
+	// ResolveOperation ends an operation that CanResolve (held for
+	// unknownOutcome) as succeeded or as failed (FailureResolvedFailed),
+	// clears MaybeApplied (a person settled it) and records act
+	// ("resolve"). A *TransitionError (ActResolve) otherwise.
 	ResolveOperation(ctx context.Context, id string, succeeded bool, act Action) (Operation, error)
-	// CancelOperation cancels an operation whose state CanCancel and
-	// records act; ErrInvalidTransition otherwise.
+	// CancelOperation cancels an operation that CanCancel and records act
+	// ("cancel"); a *TransitionError (ActCancel) otherwise.
 	CancelOperation(ctx context.Context, id string, act Action) (Operation, error)
 
 	// ClaimDue leases up to p.Limit due operations in one immediate

@@ -17,7 +17,7 @@ func (s *Service) ReleaseHeldInScope(ctx context.Context, scope, reason, actor s
 	now := s.Now()
 	n, err := s.store.ReleaseHeldInScope(ctx, scope, now, Action{Actor: actor, At: now, Reason: reason})
 	if err != nil {
-		return 0, fmt.Errorf("release held operations of %s: %w", scope, err)
+		return 0, err
 	}
 	if n > 0 {
 		s.wake()
@@ -33,23 +33,21 @@ func (s *Service) ReleaseHeldInScope(ctx context.Context, scope, reason, actor s
 // credentials lift an authRevoked hold. Invalid credentials are a
 // *ValidationError; an unknown scope ErrNotFound.
 func (s *Service) ReplaceCredentials(ctx context.Context, scope string, creds Credentials, reason, actor string) (Scope, error) {
-	if err := requireReason(reason); err != nil {
-		return Scope{}, err
-	}
 	v := &ValidationError{}
+	checkReason(v, reason)
 	validateCredentials(v, creds)
 	if err := v.err(); err != nil {
 		return Scope{}, err
 	}
 	sc, err := s.store.GetScope(ctx, scope)
 	if err != nil {
-		return Scope{}, fmt.Errorf("replace credentials of %s: %w", scope, err)
+		return Scope{}, fmt.Errorf("replace credentials: %w", err)
 	}
 	cfg := sc.ScopeConfig
 	cfg.Credentials = creds
 	out, _, err := s.store.PutScope(ctx, cfg, Action{Actor: actor, At: s.Now(), Reason: reason})
 	if err != nil {
-		return Scope{}, fmt.Errorf("replace credentials of %s: %w", scope, err)
+		return Scope{}, fmt.Errorf("replace credentials: %w", err)
 	}
 	s.wake()
 	return out, nil
