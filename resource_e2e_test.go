@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -87,6 +88,15 @@ func TestResourceBudgetsEndToEnd(t *testing.T) {
 	res, _ := scope["resources"].([]any)
 	if len(res) != 1 || res[0].(map[string]any)["resource"] != "search" || res[0].(map[string]any)["status"] != "paused" {
 		t.Errorf("scope gh resources %v, want search paused", scope["resources"])
+	}
+
+	// The CLI shows the named budget too.
+	cli, code := runPacerCmd(t, "scopes", "show", "--server", p.base, "gh")
+	if code != 0 {
+		t.Fatalf("pacer scopes show gh: exit %d: %s", code, cli)
+	}
+	if !strings.Contains(cli, "budget search") || !strings.Contains(cli, "paused until") {
+		t.Errorf("pacer scopes show gh:\n%s\nwant the search budget paused", cli)
 	}
 
 	enqueue(t, p, op("query", "gh-graphql", "POST", "/graphql"))

@@ -164,6 +164,13 @@ func printScope(c *cli.Context, s httpapi.Scope) error {
 	}
 	row("idempotency header", showString(s.IdempotencyHeader))
 	row("budget", fmt.Sprintf("%s of %s remaining, reset %s", showInt(s.Remaining), showInt(s.Limit), showTime(s.ResetAt)))
+	for _, r := range s.Resources {
+		line := fmt.Sprintf("%s of %s remaining, reset %s, %s", showInt(r.Remaining), showInt(r.Limit), showTime(r.ResetAt), r.Status)
+		if r.PauseReason != nil {
+			line += fmt.Sprintf(" until %s: %s", showTime(r.PausedUntil), showString(r.PauseReason))
+		}
+		row("budget "+r.Resource, line)
+	}
 	row("created", showTime(s.CreatedAt))
 	row("updated", showTime(s.UpdatedAt))
 	return tw.Flush()
