@@ -207,9 +207,12 @@ func enqueueOne(ctx context.Context, tx *sql.Tx, op scheduler.NewOperation, now 
 		var (
 			idemHeader string
 			spec       sql.NullString
+			learned    bool
 		)
-		err := tx.QueryRowContext(ctx, `SELECT id, provider, idempotency_header, profile_spec FROM scopes WHERE name = ?`, op.Scope).
-			Scan(&scope.id, &scope.provider, &idemHeader, &spec)
+		err := tx.QueryRowContext(ctx, `SELECT id, provider, idempotency_header, profile_spec,
+			EXISTS (SELECT 1 FROM scope_routes r WHERE r.scope_id = scopes.id)
+			FROM scopes WHERE name = ?`, op.Scope).
+			Scan(&scope.id, &scope.provider, &idemHeader, &spec, &learned)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
@@ -220,8 +223,10 @@ func enqueueOne(ctx context.Context, tx *sql.Tx, op scheduler.NewOperation, now 
 				return scheduler.EnqueueResult{}, 0, err
 			}
 			scope.idem = scheduler.ScopeIdempotency(scope.provider, idemHeader, profile)
-			if scope.routes, err = scopeRoutes(ctx, tx, scope.id); err != nil {
-				return scheduler.EnqueueResult{}, 0, err
+			if learned {
+				if scope.routes, err = scopeRoutes(ctx, tx, scope.id); err != nil {
+					return scheduler.EnqueueResult{}, 0, err
+				}
 			}
 		}
 		scopes[op.Scope] = scope
