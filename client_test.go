@@ -234,6 +234,17 @@ func TestCLIScopes(t *testing.T) { // not parallel: t.Setenv
 		bad := writeFile(t, "bad.json", `{"provider":"generic","baseURL":"x","tokn":"?"}`)
 		e.pacer("", "scopes", "set", "plain", "--file", bad).fails(t, exitUsage, "unknown field")
 	})
+	t.Run("Pause", func(t *testing.T) {
+		until := time.Now().Add(time.Hour).UTC().Truncate(time.Second).Format(time.RFC3339)
+		out := e.pacer("", "scopes", "pause", "acct", "--until", until, "--reason", "provider maintenance").ok(t)
+		if !strings.Contains(out, "paused") || !strings.Contains(out, until) || !strings.Contains(out, "provider maintenance") {
+			t.Fatalf("pause: %s", out)
+		}
+		e.pacer("", "scopes", "pause", "acct", "--reason", "x").fails(t, exitUsage, "--until is required")
+		e.pacer("", "scopes", "pause", "acct", "--until", "soon", "--reason", "x").fails(t, exitUsage, "RFC 3339")
+		e.pacer("", "scopes", "pause", "acct", "--until", until).fails(t, exitUsage, "--reason is required")
+		e.pacer("", "scopes", "pause", "missing", "--until", until, "--reason", "x").fails(t, exitNotFoundOrConflict, `no scope "missing"`)
+	})
 	t.Run("Resume", func(t *testing.T) {
 		if out := e.pacer("", "scopes", "resume", "acct", "--reason", "token replaced").ok(t); !strings.Contains(out, "open") {
 			t.Fatalf("resume: %s", out)

@@ -68,6 +68,16 @@ override its fields.`,
 				},
 				Action: runScopesResume,
 			}),
+			clientCommand(&cli.Command{
+				Name:      "pause",
+				Usage:     "pause a scope by hand until a time (resume lifts it sooner)",
+				ArgsUsage: "SCOPE",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "until", Usage: "RFC 3339 time the pause ends (required)"},
+					&cli.StringFlag{Name: "reason", Usage: "why, for the audit trail (required)"},
+				},
+				Action: runScopesPause,
+			}),
 		},
 	}
 }
@@ -328,6 +338,37 @@ func parseRate(v string) (*httpapi.RateLimit, error) {
 		return nil, exitf(exitUsage, "--rate %q is not REQUESTS/PER such as 5000/1h", v)
 	}
 	return &httpapi.RateLimit{Requests: requests, Per: per}, nil
+}
+
+// runScopesPause pauses a scope by hand until --until.
+func runScopesPause(c *cli.Context) error {
+	name, err := oneOperand(c, "scope")
+	if err != nil {
+		return err
+	}
+	until, err := parseTimeFlag(c, "until")
+	if err != nil {
+		return err
+	}
+	if until == "" {
+		return exitf(exitUsage, "--until is required: the RFC 3339 time the pause ends")
+	}
+	reason, err := requireReason(c)
+	if err != nil {
+		return err
+	}
+	cl, err := newClient(c)
+	if err != nil {
+		return err
+	}
+	var s httpapi.Scope
+	if _, err := cl.call(c.Context, http.MethodPost, "/v1/scopes/"+escapeID(name)+"/pause", nil, httpapi.PauseScopeRequest{Until: until, Reason: reason}, &s); err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, s)
+	}
+	return printScope(c, s)
 }
 
 // runScopesResume lifts a scope's hold and pause.

@@ -355,6 +355,49 @@ func (db *DB) resumeScope(ctx context.Context, tx *sql.Tx, name string, act sche
 	return db.findScopeByName(ctx, tx, name)
 }
 
+// PauseScope pauses the scope by hand until until and records act
+// ("pause") (see scheduler.Store). A pause in place that ends later is
+// kept, with its reason; the audit entry says which.
+func (db *DB) PauseScope(ctx context.Context, name string, until time.Time, act scheduler.Action) (scheduler.Scope, error) {
+	tx, err := db.beginWrite(ctx)
+	if err != nil {
+		return scheduler.Scope{}, fmt.Errorf("pause scope %s: %w", name, err)
+	}
+	defer tx.Rollback()
+	sr, err := db.pauseScope(ctx, tx, name, until, act)
+	if err != nil {
+		return scheduler.Scope{}, fmt.Errorf("pause scope %s: %w", name, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return scheduler.Scope{}, fmt.Errorf("pause scope %s: %w", name, err)
+	}
+	return sr.Scope, nil
+}
+
+func (db *DB) pauseScope(ctx context.Context, tx *sql.Tx, name string, until time.Time, act scheduler.Action) (scopeRow, error) {
+	var pausedUntil int64
+	err := tx.QueryRowContext(ctx, `SELECT paused_until FROM scopes WHERE name = ?`, name).Scan(&pausedUntil)
+	if errors.Is(err, sql.ErrNoRows) {
+		return scopeRow{}, scheduler.ErrNotFound
+	} else if err != nil {
+		return scopeRow{}, err
+	}
+	detail := "paused until " + until.UTC().Format(time.RFC3339)
+	if pausedUntil >= millis(until) {
+		detail = "already paused until " + fromMillis(pausedUntil).Format(time.RFC3339) + ", which is kept (asked until " + until.UTC().Format(time.RFC3339) + ")"
+	} else {
+		_, err = tx.ExecContext(ctx, `UPDATE scopes SET paused_until = ?, pause_reason = ?, updated_at = ? WHERE name = ?`,
+			millis(until), "paused by "+act.Actor+": "+act.Reason, millis(act.At), name)
+		if err != nil {
+			return scopeRow{}, err
+		}
+	}
+	if err := insertAudit(ctx, tx, auditRow{scope: name, action: "pause", act: act, detail: detail}); err != nil {
+		return scopeRow{}, err
+	}
+	return db.findScopeByName(ctx, tx, name)
+}
+
 // findScopeByName reads one scope, or ErrNotFound,
 // with its named resources' budgets.
 func (db *DB) findScopeByName(ctx context.Context, tx *sql.Tx, name string) (scopeRow, error) {

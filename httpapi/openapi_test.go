@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/benbjohnson/clock"
 	"github.com/getkin/kin-openapi/openapi3"
@@ -263,6 +264,10 @@ func TestOpenAPI(t *testing.T) {
 		post("/v1/scopes/acct/resume", `{"reason":"checked"}`, 200),
 		post("/v1/scopes/acct/resume", `{}`, 422),
 		post("/v1/scopes/missing/resume", `{"reason":"checked"}`, 404),
+		post("/v1/scopes/acct/pause", `{"until":"2099-01-01T00:00:00Z","reason":"maintenance"}`, 422),
+		post("/v1/scopes/missing/pause", `{"until":"`+testNow.Add(time.Hour).UTC().Format(time.RFC3339)+`","reason":"maintenance"}`, 404),
+		post("/v1/scopes/acct/pause", `{"until":"`+testNow.Add(time.Hour).UTC().Format(time.RFC3339)+`","reason":"maintenance"}`, 200),
+		post("/v1/scopes/acct/resume", `{"reason":"maintenance over"}`, 200),
 	)
 
 	run("Enqueue",

@@ -1,7 +1,9 @@
 package httpapi_test
 
 import (
+	"context"
 	"net/http"
+	"net/url"
 	"testing"
 	"time"
 
@@ -79,4 +81,31 @@ func TestUI_ScopeShowsResourceBudgets(t *testing.T) {
 		scheduler.Decision{State: scheduler.StateWaitingForBudget, NextAttemptAt: reset, Reason: "rate limited",
 			Scope: scheduler.ScopeEffect{Resource: "search", ResourceKnown: true, Budget: spent, BudgetPauseUntil: reset, BudgetPauseReason: "rate limited: x-ratelimit-reset honoured"}})
 	wantIn(t, b.get("/ui/scopes/acct"), http.StatusOK, "Other budgets the provider keeps", "<code>search</code>", "0 <span class=\"muted\">of 30</span>", "paused until", "x-ratelimit-reset honoured", "scope-open")
+}
+
+// The scope page pauses a scope by hand until a time in UTC (design §14):
+// the scope reads paused with the person's reason, the audit trail says
+// so, and a bad time or a missing reason is said on the page with nothing
+// changed.
+func TestUI_PauseScope(t *testing.T) {
+	t.Parallel()
+	b := setupUI(t, uiOpts{})
+	b.scope("acct")
+	wantIn(t, b.get("/ui/scopes/acct"), http.StatusOK, `id="pause"`, "Pause the scope")
+
+	p := b.post("/ui/scopes/acct/pause", url.Values{"until": {"soon"}, "reason": {" "}})
+	wantIn(t, p, http.StatusUnprocessableEntity, "Nothing was changed", "Reason is required")
+	past := b.svc.Now().Add(-time.Hour).UTC().Format("2006-01-02T15:04")
+	wantIn(t, b.post("/ui/scopes/acct/pause", url.Values{"until": {past}, "reason": {"x"}}), http.StatusUnprocessableEntity, "future")
+	if sc, _ := b.svc.GetScope(context.Background(), "acct"); sc.Status(b.svc.Now()) != scheduler.ScopeOpen {
+		t.Fatalf("scope %s after refused pauses", sc.Status(b.svc.Now()))
+	}
+
+	until := b.svc.Now().Add(3 * time.Hour).UTC().Truncate(time.Minute)
+	p = b.post("/ui/scopes/acct/pause", url.Values{"until": {until.Format("2006-01-02T15:04")}, "reason": {"provider maintenance window"}})
+	wantIn(t, b.follow(p), http.StatusOK, "Paused: nothing of the scope is sent before "+until.Format("2006-01-02 15:04:05")+" UTC", "scope-paused", "provider maintenance window")
+	sc, err := b.svc.GetScope(context.Background(), "acct")
+	if err != nil || !sc.PausedUntil.Equal(until) {
+		t.Fatalf("paused until %s (%v), want %s", sc.PausedUntil, err, until)
+	}
 }

@@ -82,6 +82,26 @@ func (s *Server) handleResumeScope(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, r, http.StatusOK, newScope(sc, s.svc.Now()))
 }
 
+// handlePauseScope answers POST /v1/scopes/{providerScope}/pause: a
+// person pauses the scope until a time (design §14).
+func (s *Server) handlePauseScope(w http.ResponseWriter, r *http.Request) {
+	name, ok := s.scopeParam(w, r)
+	if !ok {
+		return
+	}
+	var body PauseScopeRequest
+	if err := decodeJSON(w, r, s.maxBody, &body, true); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	sc, err := s.svc.PauseScope(r.Context(), name, body.input(), actorFrom(r.Context()))
+	if err != nil {
+		s.fail(w, r, scopeNotFound(err, name))
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, newScope(sc, s.svc.Now()))
+}
+
 // scopeParam returns the scope named in the path, or answers 404.
 func (s *Server) scopeParam(w http.ResponseWriter, r *http.Request) (string, bool) {
 	name, ok := pathParam(r, "providerScope")

@@ -2,9 +2,11 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"pacer/httpapi"
 	"pacer/scheduler"
@@ -189,6 +191,67 @@ func TestResumeScope(t *testing.T) {
 		sc := decodeAs[httpapi.Scope](t, b.do(http.MethodPost, "/v1/scopes/account-a/resume", `{"reason":"checked"}`), http.StatusOK)
 		if got, want := sc.Status, "open"; got != want {
 			t.Fatalf("status: got %q, want %q", got, want)
+		}
+	})
+}
+
+// Design §14: a person pauses a scope until a time, with a reason; the
+// scope reads paused with that reason, its operations wait for the end,
+// and resume lifts it. Every field at fault is named at once.
+func TestPauseScope(t *testing.T) {
+	t.Parallel()
+	b := setup(t, setupOpts{})
+	putScope(t, b, "account-a")
+	now := b.clock.Now()
+	until := now.Add(2 * time.Hour).UTC().Truncate(time.Second)
+
+	t.Run("ErrEveryField", func(t *testing.T) {
+		p := problemOf(t, b.do(http.MethodPost, "/v1/scopes/account-a/pause", `{"until":"tomorrow","reason":" "}`), http.StatusUnprocessableEntity)
+		if !hasField(p, "until", "RFC 3339") || !hasField(p, "reason", "required") {
+			t.Fatalf("errors: got %+v, want until and reason", p.Errors)
+		}
+		for body, want := range map[string]string{
+			`{"reason":"x"}`: "required",
+			`{"until":"` + now.Add(-time.Minute).UTC().Format(time.RFC3339) + `","reason":"x"}`: "future",
+			`{"until":"` + now.AddDate(5, 0, 0).UTC().Format(time.RFC3339) + `","reason":"x"}`:  "later than",
+		} {
+			p := problemOf(t, b.do(http.MethodPost, "/v1/scopes/account-a/pause", body), http.StatusUnprocessableEntity)
+			if !hasField(p, "until", want) {
+				t.Errorf("%s: errors %+v, want until %q", body, p.Errors, want)
+			}
+		}
+	})
+	t.Run("ErrNotFound", func(t *testing.T) {
+		problemOf(t, b.do(http.MethodPost, "/v1/scopes/account-z/pause", `{"until":"`+until.Format(time.RFC3339)+`","reason":"x"}`), http.StatusNotFound)
+	})
+	t.Run("PausesAndResumes", func(t *testing.T) {
+		sc := decodeAs[httpapi.Scope](t, b.do(http.MethodPost, "/v1/scopes/account-a/pause", `{"until":"`+until.Format(time.RFC3339)+`","reason":"provider maintenance"}`), http.StatusOK)
+		if sc.Status != "paused" || sc.PausedUntil == nil || !sc.PausedUntil.Equal(until) || sc.PauseReason == nil || !strings.Contains(*sc.PauseReason, "provider maintenance") {
+			t.Fatalf("after pause: %s until %v (%v), want paused until %s with the reason", sc.Status, sc.PausedUntil, sc.PauseReason, until)
+		}
+		op := enqueue(t, b, "behind-pause", "account-a")
+		if op.State != "waitingForBudget" || op.NextAttemptAt == nil || !op.NextAttemptAt.Equal(until) {
+			t.Fatalf("operation behind the pause: %s at %v, want waitingForBudget until %s", op.State, op.NextAttemptAt, until)
+		}
+		// A shorter pause keeps the longer one in place.
+		sc = decodeAs[httpapi.Scope](t, b.do(http.MethodPost, "/v1/scopes/account-a/pause", `{"until":"`+now.Add(time.Hour).UTC().Format(time.RFC3339)+`","reason":"shorter"}`), http.StatusOK)
+		if !sc.PausedUntil.Equal(until) {
+			t.Fatalf("a shorter pause moved the end to %v, want %s kept", sc.PausedUntil, until)
+		}
+		sc = decodeAs[httpapi.Scope](t, b.do(http.MethodPost, "/v1/scopes/account-a/resume", `{"reason":"maintenance over"}`), http.StatusOK)
+		if sc.Status != "open" {
+			t.Fatalf("after resume: %s", sc.Status)
+		}
+		audit, err := b.svc.ListScopeAudit(context.Background(), "account-a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var actions []string
+		for _, e := range audit {
+			actions = append(actions, e.Action+": "+e.Detail)
+		}
+		if joined := strings.Join(actions, "; "); !strings.Contains(joined, "pause: paused until "+until.Format(time.RFC3339)) || !strings.Contains(joined, "which is kept") {
+			t.Errorf("audit %s, want both pauses, the second kept", joined)
 		}
 	})
 }

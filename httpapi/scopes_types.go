@@ -55,6 +55,27 @@ type RateLimit struct {
 	Per      string `json:"per"`
 }
 
+// PauseScopeRequest is the body of POST /v1/scopes/{providerScope}/pause.
+type PauseScopeRequest struct {
+	// Until is the RFC 3339 time the pause ends. Required.
+	Until string `json:"until"`
+	// Reason says why, for the audit trail. Required.
+	Reason string `json:"reason"`
+}
+
+// input converts the body, noting a time that does not parse.
+func (b PauseScopeRequest) input() scheduler.PauseInput {
+	in := scheduler.PauseInput{Reason: b.Reason}
+	if b.Until != "" {
+		t, err := time.Parse(time.RFC3339Nano, b.Until)
+		if err != nil {
+			in.Invalid = append(in.Invalid, scheduler.FieldError{Field: "until", Message: "must be an RFC 3339 time such as 2026-09-11T02:00:00Z"})
+		}
+		in.Until = t
+	}
+	return in
+}
+
 // ResumeScopeRequest is the body of POST /v1/scopes/{providerScope}/resume.
 type ResumeScopeRequest struct {
 	// Reason says why, for the audit trail. Required.

@@ -155,6 +155,7 @@ func (s *Server) routes() *chi.Mux {
 		r.Put("/scopes/{providerScope}", s.handlePutScope)
 		r.Get("/scopes/{providerScope}", s.handleGetScope)
 		r.Post("/scopes/{providerScope}/resume", s.handleResumeScope)
+		r.Post("/scopes/{providerScope}/pause", s.handlePauseScope)
 		r.Get("/providers", s.handleListProviders)
 
 		r.Post("/operations", s.handleEnqueue)
@@ -189,6 +190,7 @@ func (s *Server) routes() *chi.Mux {
 			r.Post("/operations/{operationId}/cancel", s.handleUICancel)
 			r.Get("/scopes/{providerScope}", s.handleUIScope)
 			r.Post("/scopes/{providerScope}/resume", s.handleUIResume)
+			r.Post("/scopes/{providerScope}/pause", s.handleUIPause)
 			r.Post("/scopes/{providerScope}/release-held", s.handleUIReleaseHeld)
 			r.Post("/scopes/{providerScope}/credentials", s.handleUICredentials)
 		})

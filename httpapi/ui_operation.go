@@ -299,15 +299,30 @@ func parseUTCInput(v string, now time.Time) (t time.Time, problem string) {
 	if v == "" {
 		return time.Time{}, "Give the time to release it at (UTC), or choose now."
 	}
+	t, ok := parseUTCTime(v)
+	switch {
+	case !ok:
+		return time.Time{}, notAUTCTime(v)
+	case !t.After(now):
+		return time.Time{}, fmt.Sprintf("The time %s UTC has passed; give a later one, or choose now.", t.UTC().Format("2006-01-02 15:04"))
+	}
+	return t, ""
+}
+
+// parseUTCTime reads a time typed into a page's datetime-local field (or
+// pasted as RFC 3339), in UTC.
+func parseUTCTime(v string) (time.Time, bool) {
 	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02T15:04:05", time.RFC3339} {
 		if t, err := time.ParseInLocation(layout, v, time.UTC); err == nil {
-			if !t.After(now) {
-				return time.Time{}, fmt.Sprintf("The time %s UTC has passed; give a later one, or choose now.", t.UTC().Format("2006-01-02 15:04"))
-			}
-			return t.UTC(), ""
+			return t.UTC(), true
 		}
 	}
-	return time.Time{}, fmt.Sprintf("%q is not a time such as 2026-09-11T14:30 (UTC).", v)
+	return time.Time{}, false
+}
+
+// notAUTCTime says that v is not a time parseUTCTime reads.
+func notAUTCTime(v string) string {
+	return fmt.Sprintf("%q is not a time such as 2026-09-11T14:30 (UTC).", v)
 }
 
 // capitalize upper-cases the first letter of s.

@@ -44,7 +44,11 @@ type scopeView struct {
 	UnknownHeld int
 	Audit       []scheduler.AuditEntry
 	Resume      uiForm
+	Pause       uiForm
 	ReleaseHeld uiForm
+	// MinAt and MaxAt bound the times the pause form offers (now and
+	// the policy's horizon), as datetime-local values in UTC.
+	MinAt, MaxAt string
 	Credentials credentialsForm
 }
 
@@ -78,6 +82,8 @@ func (s *Server) uiScopeView(w http.ResponseWriter, r *http.Request, name string
 	v.Status = sc.Status(v.Now)
 	v.HoldWords = holdWordsScope(sc.HoldReason)
 	v.PausedUntil, v.PauseWhy = sc.Pause(v.Now)
+	v.MinAt = v.Now.Format("2006-01-02T15:04")
+	v.MaxAt = s.svc.Latest().Format("2006-01-02T15:04")
 	for _, rb := range sc.Resources {
 		rv := resourceView{ResourceBudget: rb}
 		rv.PausedUntil, rv.PauseWhy = rb.Pause(v.Now, sc.BudgetReserve)
@@ -145,6 +151,31 @@ func (s *Server) handleUIResume(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.uiRedirect(w, r, scopeUIPath(name), flashOK, "Resumed: the scope is open; its operations go at their own next attempt times.")
+}
+
+// handleUIPause answers POST /ui/scopes/{providerScope}/pause: a person
+// pauses the scope until a time, in UTC (design §14).
+func (s *Server) handleUIPause(w http.ResponseWriter, r *http.Request) {
+	name, ok := s.uiScopeParam(w, r)
+	if !ok || !s.uiParseForm(w, r) {
+		return
+	}
+	form := uiForm{Reason: r.PostForm.Get("reason"), At: strings.TrimSpace(r.PostForm.Get("until"))}
+	in := scheduler.PauseInput{Reason: form.Reason}
+	if form.At != "" {
+		t, ok := parseUTCTime(form.At)
+		if !ok {
+			in.Invalid = append(in.Invalid, scheduler.FieldError{Field: "until", Message: notAUTCTime(form.At)})
+		}
+		in.Until = t
+	}
+	sc, err := s.svc.PauseScope(r.Context(), name, in, actorFrom(r.Context()))
+	if err != nil {
+		s.uiScopeActionError(w, r, name, err, func(v *scopeView, msg string) { form.Error = msg; v.Pause = form })
+		return
+	}
+	until, _ := sc.Pause(s.svc.Now())
+	s.uiRedirect(w, r, scopeUIPath(name), flashOK, "Paused: nothing of the scope is sent before "+until.UTC().Format("2006-01-02 15:04:05")+" UTC, unless it is resumed sooner.")
 }
 
 // handleUIReleaseHeld answers POST /ui/scopes/{providerScope}/release-held:

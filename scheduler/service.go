@@ -255,6 +255,45 @@ func (s *Service) ResumeScope(ctx context.Context, name, reason, actor string) (
 	return sc, nil
 }
 
+// PauseInput is a person's pause of a scope (design §14).
+type PauseInput struct {
+	// Until is when the pause ends: after now, within the policy's
+	// horizon.
+	Until time.Time
+	// Reason says why, for the audit trail. Required.
+	Reason string
+	// Invalid lists the fields the caller could not read (a time that
+	// does not parse): PauseScope reports them with its own findings.
+	Invalid []FieldError
+}
+
+// PauseScope pauses the scope by hand until in.Until (Store.PauseScope),
+// after checking every field of in in one pass.
+func (s *Service) PauseScope(ctx context.Context, name string, in PauseInput, actor string) (Scope, error) {
+	v := &ValidationError{Fields: slices.Clone(in.Invalid)}
+	checkReason(v, in.Reason)
+	now := s.Now()
+	if !slices.ContainsFunc(in.Invalid, func(f FieldError) bool { return f.Field == "until" }) {
+		switch msg := s.policy.CheckTime(in.Until, now); {
+		case in.Until.IsZero():
+			v.add("until", "is required: the time the pause ends (resume lifts it sooner)")
+		case msg != "":
+			v.add("until", msg)
+		case !in.Until.After(now):
+			v.add("until", "must lie in the future")
+		}
+	}
+	if err := v.err(); err != nil {
+		return Scope{}, err
+	}
+	sc, err := s.store.PauseScope(ctx, name, CeilMillisecond(in.Until), Action{Actor: actor, At: now, Reason: in.Reason})
+	if err != nil {
+		return Scope{}, err
+	}
+	s.wake()
+	return sc, nil
+}
+
 // OperationInput is an operation as a client writes it.
 type OperationInput struct {
 	ID              string

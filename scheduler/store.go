@@ -30,6 +30,12 @@ type Store interface {
 	// (the figures are forgotten until the next answer) and its rate slot,
 	// and records act. It returns ErrNotFound for an unknown scope.
 	ResumeScope(ctx context.Context, name string, act Action) (Scope, error)
+	// PauseScope pauses the scope by a person's hand until until (design
+	// §14): nothing of it is sent before then. A pause in place that ends
+	// later (a provider's) is kept, never shortened; the pause reason says
+	// it is a person's, with act's reason. It records act ("pause") and
+	// returns ErrNotFound for an unknown scope. ResumeScope lifts it.
+	PauseScope(ctx context.Context, name string, until time.Time, act Action) (Scope, error)
 
 	// Enqueue stores ops in one transaction, each with its own result:
 	// created; existing (same ID and ContentHash: nothing written); or
