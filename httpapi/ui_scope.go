@@ -49,7 +49,7 @@ type scopeView struct {
 	// MinAt and MaxAt bound the times the pause form offers (now and
 	// the policy's horizon), as datetime-local values in UTC.
 	MinAt, MaxAt string
-	Credentials credentialsForm
+	Credentials  credentialsForm
 }
 
 // resourceView is one named resource's budget on the scope page.
