@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"pacer/httpapi"
+	"pacer/scheduler"
 )
 
 // opsCommand groups the client commands on operations.
@@ -64,7 +65,7 @@ func opsCommand() *cli.Command {
 				Usage:     "say what happened at the provider to a mutation held for unknownOutcome",
 				ArgsUsage: "OPERATION_ID",
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "outcome", Usage: "succeeded or failed (required)"},
+					&cli.StringFlag{Name: "outcome", Usage: "succeeded (it applied), release (it did not: send it again, same identity) or failed (it did not: do not send it) (required)"},
 					&cli.StringFlag{Name: "reason", Usage: "why, for the audit trail (required)"},
 				},
 				Action: runOpsResolve,
@@ -308,8 +309,8 @@ func runOpsResolve(c *cli.Context) error {
 		return err
 	}
 	outcome := c.String("outcome")
-	if outcome != "succeeded" && outcome != "failed" {
-		return exitf(exitUsage, "--outcome must be succeeded or failed: what you found at the provider")
+	if scheduler.Resolution(outcome).Words() == "" {
+		return exitf(exitUsage, "--outcome %s: what you found at the provider", scheduler.ResolutionChoices())
 	}
 	reason, err := requireReason(c)
 	if err != nil {

@@ -139,7 +139,7 @@ func TestManualActions(t *testing.T) {
 			op.RequestIdentity != "unknown" || !op.MaybeApplied {
 			t.Fatalf("released %+v", op)
 		}
-		if e, _ := d.ListAudit(ctx, "unknown"); len(e) != 1 || e[0].Action != "release" || !strings.Contains(e[0].Detail, "held (unknownOutcome) → scheduled") {
+		if e, _ := d.ListAudit(ctx, "unknown"); len(e) != 1 || e[0].Action != "resolve" || !strings.Contains(e[0].Detail, "held (unknownOutcome) → scheduled") {
 			t.Fatalf("audit %+v", e)
 		}
 		// Only an operation held for unknownOutcome: not one held for

@@ -593,8 +593,13 @@ func releaseOperation(ctx context.Context, tx *sql.Tx, id string, at time.Time, 
 	if err != nil {
 		return opRow{}, err
 	}
+	// Audited as what it is: a release, or the resolve of an operation
+	// that was not applied and is sent again (design §14).
 	detail := fmt.Sprintf("%s → scheduled at %s", r.DescribeState(), at.UTC().Format(time.RFC3339))
-	if err := insertAudit(ctx, tx, auditRow{opRowID: r.id, scope: r.Scope, action: string(scheduler.ActRelease), act: act, detail: detail}); err != nil {
+	if allowed == scheduler.ActResolve {
+		detail = "not applied, sent again: " + detail
+	}
+	if err := insertAudit(ctx, tx, auditRow{opRowID: r.id, scope: r.Scope, action: string(allowed), act: act, detail: detail}); err != nil {
 		return opRow{}, err
 	}
 	return findOperationByRowID(ctx, tx, r.id)

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -93,9 +94,9 @@ func TestManualActions_RefusalReadsOnce(t *testing.T) {
 	}{
 		{"/ui/operations/waits/release", url.Values{"reason": {"again"}, "when": {"now"}},
 			"Not possible now: only held or failed operations can be released; this one is scheduled."},
-		{"/ui/operations/waits/resolve", url.Values{"reason": {"checked"}, "outcome": {"applied"}},
+		{"/ui/operations/waits/resolve", url.Values{"reason": {"checked"}, "outcome": {"succeeded"}},
 			"Not possible now: only operations held for unknownOutcome can be resolved; this one is scheduled."},
-		{"/ui/operations/waits/resolve", url.Values{"reason": {"checked"}, "outcome": {"notApplied"}},
+		{"/ui/operations/waits/resolve", url.Values{"reason": {"checked"}, "outcome": {"release"}},
 			"Not possible now: only operations held for unknownOutcome can be resolved; this one is scheduled."},
 	} {
 		pg := u.post(tt.path, tt.form)
@@ -110,3 +111,53 @@ func TestManualActions_RefusalReadsOnce(t *testing.T) {
 		t.Fatalf("refused actions changed the operation: %+v", op)
 	}
 }
+
+// Design §14: an unknown outcome resolves three ways, with the same words
+// in the API and on the page, each audited as a resolve: succeeded; not
+// applied and sent again with the same identity (release); not applied and
+// not sent (failed, resolvedFailed).
+func TestResolveThreeWays(t *testing.T) {
+	t.Parallel()
+	b := setupUI(t, uiOpts{Users: []string{"alice"}})
+	b.scope("acct")
+	b.enqueue("acct", "api-applied", "api-resend", "api-not", "page-not")
+	b.holdUnknown()
+	b.signIn("alice")
+	ctx := context.Background()
+	for id, want := range map[string]struct {
+		outcome, state, failure string
+	}{
+		"api-applied": {"succeeded", "succeeded", ""},
+		"api-resend":  {"release", "scheduled", ""},
+		"api-not":     {"failed", "failed", "resolvedFailed"},
+	} {
+		op, err := b.svc.Resolve(ctx, id, scheduler.Resolution(want.outcome), "checked the provider", "api")
+		if err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		if string(op.State) != want.state || string(op.FailureReason) != want.failure || op.RequestIdentity != id {
+			t.Errorf("%s resolved %s: %s/%s, want %s/%s with its identity", id, want.outcome, op.State, op.FailureReason, want.state, want.failure)
+		}
+		entries, _ := b.svc.ListAudit(ctx, id)
+		if len(entries) == 0 || entries[len(entries)-1].Action != "resolve" {
+			t.Errorf("%s: audit %+v, want a resolve", id, entries)
+		}
+	}
+	// The page offers the same three, in the same words, and the third ends
+	// the operation failed without sending it.
+	page := b.get("/ui/operations/page-not")
+	for _, r := range scheduler.Resolutions {
+		wantIn(t, page, http.StatusOK, `value="`+string(r)+`"`, capitalizeFirst(r.Words()))
+	}
+	p := b.post("/ui/operations/page-not/resolve", url.Values{"reason": {"the customer cancelled"}, "outcome": {"failed"}})
+	wantIn(t, b.follow(p), http.StatusOK, "Resolved as not applied: it is marked failed (resolvedFailed) and will not be sent.")
+	if op := b.op("page-not"); op.State != scheduler.StateFailed || op.FailureReason != scheduler.FailureResolvedFailed {
+		t.Fatalf("page-not: %s/%s, want failed/resolvedFailed", op.State, op.FailureReason)
+	}
+	if p := b.post("/ui/operations/api-resend/resolve", url.Values{"reason": {"x"}, "outcome": {"maybe"}}); p.Status != http.StatusUnprocessableEntity {
+		t.Fatalf("an unknown outcome on the page: status %d", p.Status)
+	}
+}
+
+// capitalizeFirst upper-cases the first letter, as the page shows a choice.
+func capitalizeFirst(s string) string { return strings.ToUpper(s[:1]) + s[1:] }

@@ -289,16 +289,7 @@ func (s *Server) handleResolve(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	var succeeded bool
-	switch body.Outcome {
-	case string(scheduler.StateSucceeded):
-		succeeded = true
-	case string(scheduler.StateFailed):
-	default:
-		s.writeProblem(w, r, validationProblem([]FieldError{{Field: "outcome", Message: `must be "succeeded" or "failed": what you found at the provider`}}))
-		return
-	}
-	op, err := s.svc.Resolve(r.Context(), id, succeeded, body.Reason, actorFrom(r.Context()))
+	op, err := s.svc.Resolve(r.Context(), id, scheduler.Resolution(body.Outcome), body.Reason, actorFrom(r.Context()))
 	if err != nil {
 		s.fail(w, r, actionError(err, id))
 		return

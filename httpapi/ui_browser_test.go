@@ -278,7 +278,7 @@ func TestUI_Browser(t *testing.T) {
 	// 4. The provider did not apply it: release it now, with the same
 	// request identity and a reason.
 	do("release",
-		chromedp.Click(chromedp.CSS(`#resolve input[value=notApplied]`)),
+		chromedp.Click(chromedp.CSS(`#resolve input[value=release]`)),
 		chromedp.SendKeys(chromedp.ID("resolve-reason"), "Checked GitHub: the comment was not created"),
 		chromedp.Click(chromedp.CSS(`#resolve button[type=submit]`)),
 		chromedp.WaitVisible(chromedp.CSS(".flash-ok")),

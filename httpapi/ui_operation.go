@@ -176,8 +176,8 @@ func (s *Server) handleUIRelease(w http.ResponseWriter, r *http.Request) {
 
 // handleUIResolve answers POST /ui/operations/{operationId}/resolve for an
 // operation held with an unknown outcome: "applied" marks it succeeded;
-// "notApplied" releases it to be sent again now with the same request
-// identity (one service call: checked and released in one transaction).
+// the three resolutions of design §14 (scheduler.Resolution), in the words
+// the API and CLI use.
 func (s *Server) handleUIResolve(w http.ResponseWriter, r *http.Request) {
 	id, ok := s.uiOperationParam(w, r)
 	if !ok || !s.uiParseForm(w, r) {
@@ -186,25 +186,21 @@ func (s *Server) handleUIResolve(w http.ResponseWriter, r *http.Request) {
 	form := uiForm{Reason: r.PostForm.Get("reason"), Outcome: r.PostForm.Get("outcome")}
 	setForm := func(v *operationView, msg string) { form.Error = msg; v.Resolve = form }
 	ctx, actor := r.Context(), actorFrom(r.Context())
-	var msg string
-	switch form.Outcome {
-	case "applied":
-		if _, err := s.svc.Resolve(ctx, id, true, form.Reason, actor); err != nil {
-			s.uiOperationActionError(w, r, id, err, setForm)
-			return
-		}
-		msg = "Resolved: the provider applied it, so it is marked succeeded and will not be sent again."
-	case "notApplied":
-		if _, err := s.svc.ReleaseUnapplied(ctx, id, form.Reason, actor); err != nil {
-			s.uiOperationActionError(w, r, id, err, setForm)
-			return
-		}
-		msg = "Resolved: the provider did not apply it, so it will be sent again now with the same request identity."
-	default:
-		form.Error = "Choose what the provider did: applied it, or did not."
+	res := scheduler.Resolution(form.Outcome)
+	if res.Words() == "" {
+		form.Error = "Choose what the provider did: applied it, did not (send it again), or did not (do not send it)."
 		s.uiOperationFormError(w, r, id, http.StatusUnprocessableEntity, form.Error, func(v *operationView) { v.Resolve = form })
 		return
 	}
+	if _, err := s.svc.Resolve(ctx, id, res, form.Reason, actor); err != nil {
+		s.uiOperationActionError(w, r, id, err, setForm)
+		return
+	}
+	msg := map[scheduler.Resolution]string{
+		scheduler.ResolvedApplied:    "Resolved as applied: the operation is marked succeeded and will not be sent again.",
+		scheduler.ResolvedResend:     "Resolved as not applied: it will be sent again now with the same request identity.",
+		scheduler.ResolvedNotApplied: "Resolved as not applied: it is marked failed (resolvedFailed) and will not be sent.",
+	}[res]
 	s.uiRedirect(w, r, operationUIPath(id), flashOK, msg)
 }
 

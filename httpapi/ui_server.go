@@ -264,7 +264,11 @@ func uiFuncs() template.FuncMap {
 			return string(op.FailureReason)
 		},
 		"field": func(id, value string) uiField { return uiField{ID: id, Value: value} },
-		"path":  breakablePath,
+		"cap":   capitalize,
+		// resolutions are the three answers to an unknown outcome, in the
+		// words API and CLI use (design §14).
+		"resolutions": func() []scheduler.Resolution { return scheduler.Resolutions },
+		"path":        breakablePath,
 	}
 }
 

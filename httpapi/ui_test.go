@@ -588,7 +588,7 @@ func TestUI_Actions(t *testing.T) {
 
 	t.Run("ErrReasonMissing", func(t *testing.T) {
 		for _, action := range []string{"release", "cancel", "resolve"} {
-			p := b.post("/ui/operations/rel-now/"+action, url.Values{"reason": {"  "}, "when": {"now"}, "outcome": {"applied"}})
+			p := b.post("/ui/operations/rel-now/"+action, url.Values{"reason": {"  "}, "when": {"now"}, "outcome": {"succeeded"}})
 			wantIn(t, p, http.StatusUnprocessableEntity, "Nothing was changed", "Reason is required")
 		}
 		if op := b.op("rel-now"); op.State != scheduler.StateHeld {
@@ -648,7 +648,7 @@ func TestUI_Actions(t *testing.T) {
 		}
 	})
 	t.Run("ResolveApplied", func(t *testing.T) {
-		p := b.post("/ui/operations/res-applied/resolve", url.Values{"reason": {"issue #12 exists"}, "outcome": {"applied"}})
+		p := b.post("/ui/operations/res-applied/resolve", url.Values{"reason": {"issue #12 exists"}, "outcome": {"succeeded"}})
 		wantIn(t, b.follow(p), http.StatusOK, "marked succeeded")
 		if op := b.op("res-applied"); op.State != scheduler.StateSucceeded {
 			t.Fatalf("state %s, want succeeded", op.State)
@@ -658,13 +658,16 @@ func TestUI_Actions(t *testing.T) {
 		}
 	})
 	t.Run("ResolveNotApplied", func(t *testing.T) {
-		p := b.post("/ui/operations/res-not/resolve", url.Values{"reason": {"no such issue"}, "outcome": {"notApplied"}})
-		wantIn(t, b.follow(p), http.StatusOK, "did not apply it, so it will be sent again now with the same request identity")
+		p := b.post("/ui/operations/res-not/resolve", url.Values{"reason": {"no such issue"}, "outcome": {"release"}})
+		wantIn(t, b.follow(p), http.StatusOK, "Resolved as not applied: it will be sent again now with the same request identity")
+		if e := audit("res-not"); e.Action != "resolve" || !strings.Contains(e.Detail, "not applied, sent again") {
+			t.Fatalf("audit %+v, want a resolve saying it was sent again", e)
+		}
 		if op := b.op("res-not"); op.State != scheduler.StateScheduled || op.RequestIdentity != "res-not" {
 			t.Fatalf("state %s, want scheduled", op.State)
 		}
 		// Resolving again is refused: it is no longer held.
-		p = b.post("/ui/operations/res-not/resolve", url.Values{"reason": {"again"}, "outcome": {"applied"}})
+		p = b.post("/ui/operations/res-not/resolve", url.Values{"reason": {"again"}, "outcome": {"succeeded"}})
 		wantIn(t, p, http.StatusConflict, "Not possible now")
 	})
 	t.Run("Cancel", func(t *testing.T) {

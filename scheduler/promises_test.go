@@ -107,7 +107,7 @@ func TestMaybeAppliedStripeMutationIsHeld(t *testing.T) {
 		t.Fatalf("after a release: %s/%s/%s maybeApplied=%v, want held/unknownOutcome", op.State, op.HoldReason, op.FailureReason, op.MaybeApplied)
 	}
 	// Only a person ends it.
-	op, err := h.svc.Resolve(context.Background(), "charge", false, "checked Stripe: no charge", "staff")
+	op, err := h.svc.Resolve(context.Background(), "charge", scheduler.ResolvedNotApplied, "checked Stripe: no charge", "staff")
 	if err != nil || op.State != scheduler.StateFailed || op.FailureReason != scheduler.FailureResolvedFailed {
 		t.Fatalf("resolve: %s/%s %v", op.State, op.FailureReason, err)
 	}

@@ -56,7 +56,7 @@ func TestPrunerRemovesOnlyOldFinishedOperations(t *testing.T) {
 	h.wantState("bad", scheduler.StateFailed)
 	h.wantState("unsure", scheduler.StateHeld)
 	h.wantState("resolved", scheduler.StateHeld)
-	if _, err := h.svc.Resolve(ctx, "resolved", true, "checked: it was created", "test"); err != nil {
+	if _, err := h.svc.Resolve(ctx, "resolved", scheduler.ResolvedApplied, "checked: it was created", "test"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.svc.Cancel(ctx, "canceled", "not needed", "test"); err != nil {

@@ -624,34 +624,74 @@ func (s *Service) Release(ctx context.Context, id string, at *time.Time, reason,
 	return op, nil
 }
 
-// ReleaseUnapplied resolves an operation held for unknownOutcome that a
-// person found the provider did not apply: it runs again now, with the
-// same request identity and a fresh retry budget, checked and released in
-// one transaction (Store.ReleaseUnapplied).
-func (s *Service) ReleaseUnapplied(ctx context.Context, id, reason, actor string) (Operation, error) {
-	if err := requireReason(reason); err != nil {
-		return Operation{}, err
+// Resolution is what a person found at the provider for an operation
+// held with an unknown outcome (design §14): three choices that mean the
+// same on the page, in the CLI and in the API, each audited as a resolve.
+type Resolution string
+
+// The three resolutions, as the API and CLI write them.
+const (
+	// ResolvedApplied: the provider applied it; it ends succeeded.
+	ResolvedApplied Resolution = "succeeded"
+	// ResolvedResend: it did not; it is sent again now with the same
+	// request identity and a fresh retry budget.
+	ResolvedResend Resolution = "release"
+	// ResolvedNotApplied: it did not, and it must not be sent; it ends
+	// failed with FailureResolvedFailed.
+	ResolvedNotApplied Resolution = "failed"
+)
+
+// Resolutions are the resolutions, in the order pages and help list them.
+var Resolutions = []Resolution{ResolvedApplied, ResolvedResend, ResolvedNotApplied}
+
+// Words say what r does, for the page's choices, the CLI's help and the
+// API's error.
+func (r Resolution) Words() string {
+	switch r {
+	case ResolvedApplied:
+		return "it applied it: the operation ends succeeded"
+	case ResolvedResend:
+		return "it did not: send it again now, with the same request identity"
+	case ResolvedNotApplied:
+		return "it did not, and it must not be sent: the operation ends failed (resolvedFailed)"
 	}
-	now := s.Now()
-	op, err := s.store.ReleaseUnapplied(ctx, id, CeilMillisecond(now), Action{Actor: actor, At: now, Reason: reason})
-	if err != nil {
-		return Operation{}, err
+	return ""
+}
+
+// ResolutionChoices says what each resolution means, for an error about
+// a value that is none of them.
+func ResolutionChoices() string {
+	var parts []string
+	for _, r := range Resolutions {
+		parts = append(parts, fmt.Sprintf("%q (%s)", string(r), r.Words()))
 	}
-	s.wake()
-	return op, nil
+	return "must be one of " + strings.Join(parts, ", ")
 }
 
 // Resolve records what a person found at the provider for an uncertain
-// mutation.
-func (s *Service) Resolve(ctx context.Context, id string, succeeded bool, reason, actor string) (Operation, error) {
-	if err := requireReason(reason); err != nil {
+// mutation (design §14): applied, not applied and sent again (checked and
+// released in one transaction, Store.ReleaseUnapplied), or not applied
+// and not to be sent.
+func (s *Service) Resolve(ctx context.Context, id string, res Resolution, reason, actor string) (Operation, error) {
+	v := &ValidationError{}
+	checkReason(v, reason)
+	if res.Words() == "" {
+		v.add("outcome", ResolutionChoices())
+	}
+	if err := v.err(); err != nil {
 		return Operation{}, err
 	}
-	op, err := s.store.ResolveOperation(ctx, id, succeeded, Action{Actor: actor, At: s.Now(), Reason: reason})
-	if err != nil {
-		return Operation{}, err
+	now := s.Now()
+	act := Action{Actor: actor, At: now, Reason: reason}
+	if res == ResolvedResend {
+		op, err := s.store.ReleaseUnapplied(ctx, id, CeilMillisecond(now), act)
+		if err != nil {
+			return Operation{}, err
+		}
+		s.wake()
+		return op, nil
 	}
-	return op, nil
+	return s.store.ResolveOperation(ctx, id, res == ResolvedApplied, act)
 }
 
 // Cancel cancels an operation that is not running or finished.

@@ -77,9 +77,15 @@ func TestServiceErrorsReadOnce(t *testing.T) {
 	}{
 		{func() error { _, err := h.svc.Release(ctx, "op-1", nil, "again", "carol"); return err },
 			"release op-1: only held or failed operations can be released; this one is scheduled", scheduler.ActRelease},
-		{func() error { _, err := h.svc.Resolve(ctx, "op-1", true, "checked", "carol"); return err },
+		{func() error {
+			_, err := h.svc.Resolve(ctx, "op-1", scheduler.ResolvedApplied, "checked", "carol")
+			return err
+		},
 			"resolve op-1: only operations held for unknownOutcome can be resolved; this one is scheduled", scheduler.ActResolve},
-		{func() error { _, err := h.svc.ReleaseUnapplied(ctx, "op-1", "not applied", "carol"); return err },
+		{func() error {
+			_, err := h.svc.Resolve(ctx, "op-1", scheduler.ResolvedResend, "not applied", "carol")
+			return err
+		},
 			"resolve op-1: only operations held for unknownOutcome can be resolved; this one is scheduled", scheduler.ActResolve},
 	} {
 		err := tt.call()
