@@ -294,7 +294,7 @@ func TestUI_Browser(t *testing.T) {
 	}
 	do("reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(".badge.state-succeeded")))
 	audit := text("table.audit")
-	for _, s := range []string{"alice", "release", "Checked GitHub: the comment was not created", "held (unknownOutcome) → scheduled"} {
+	for _, s := range []string{"alice", "resolve", "Checked GitHub: the comment was not created", "not applied, sent again: held (unknownOutcome) → scheduled"} {
 		if !strings.Contains(audit, s) {
 			t.Fatalf("audit trail %q lacks %q", audit, s)
 		}
