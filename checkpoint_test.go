@@ -37,7 +37,7 @@ func (f *fakeCheckpointer) count() int {
 	return f.calls
 }
 
-// runCheckpoints checkpoints once per interval on the injected clock, logs
+// The checkpointer checkpoints once per interval on the injected clock, logs
 // a failure and goes on, and returns when its context ends.
 func TestRunCheckpointsTicksLogsFailuresAndStops(t *testing.T) {
 	clk := clock.NewMock()
@@ -46,7 +46,10 @@ func TestRunCheckpointsTicksLogsFailuresAndStops(t *testing.T) {
 	store := &fakeCheckpointer{fail: true}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { runCheckpoints(ctx, store, clk, time.Second, logger); close(done) }()
+	go func() {
+		newCheckpointer(store, clk, checkpointConfig{Interval: time.Second, Logger: logger}).Run(ctx)
+		close(done)
+	}()
 
 	for want := 1; want <= 3; want++ {
 		waitFor(t, func() bool { clk.Add(time.Second); return store.count() >= want })
@@ -58,7 +61,7 @@ func TestRunCheckpointsTicksLogsFailuresAndStops(t *testing.T) {
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
-		t.Fatal("runCheckpoints did not return after its context ended")
+		t.Fatal("the checkpointer did not return after its context ended")
 	}
 }
 
@@ -73,7 +76,10 @@ func TestRunCheckpointsRateLimitsFailureLogs(t *testing.T) {
 	defer cancel()
 	done := make(chan struct{})
 	start := clk.Now()
-	go func() { runCheckpoints(ctx, store, clk, 100*time.Millisecond, logger); close(done) }()
+	go func() {
+		newCheckpointer(store, clk, checkpointConfig{Interval: 100 * time.Millisecond, Logger: logger}).Run(ctx)
+		close(done)
+	}()
 
 	const ticks = 1500 // 2.5 minutes of failures
 	for want := 1; want <= ticks; want++ {
@@ -149,7 +155,7 @@ func TestRunCheckpointsBacksOffWhileIdle(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
-		runCheckpoints(ctx, store, clk, 100*time.Millisecond, slog.New(slog.DiscardHandler))
+		newCheckpointer(store, clk, checkpointConfig{Interval: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)}).Run(ctx)
 		close(done)
 	}()
 	waitFor(t, func() bool { clk.Add(100 * time.Millisecond); return store.count() >= 1 })

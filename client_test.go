@@ -53,12 +53,11 @@ func newCLIEnv(t *testing.T) *cliEnv {
 	t.Cleanup(func() { store.Close() })
 	mock := clock.NewMock()
 	mock.Set(time.Date(2026, 9, 11, 2, 0, 0, 0, time.UTC))
-	svc := scheduler.NewService(store, mock, scheduler.DefaultPolicy(), nil)
-	engine, err := scheduler.NewEngine(store, mock, scheduler.DefaultPolicy(), scheduler.EngineConfig{Random: func() float64 { return 0.5 }})
+	sched, err := scheduler.New(store, mock, scheduler.Config{Engine: scheduler.EngineConfig{Random: func() float64 { return 0.5 }}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	engine.NotifyChanges(svc.Notifier())
+	svc, engine := sched.Service, sched.Engine
 	api, err := httpapi.New(httpapi.Config{Service: svc, Token: cliToken, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

@@ -29,12 +29,12 @@ func TestReadyzFailureModes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	policy := scheduler.DefaultPolicy()
-	engine, err := scheduler.NewEngine(store, clk, policy, scheduler.EngineConfig{PollInterval: 5 * time.Second})
+	sched, err := scheduler.New(store, clk, scheduler.Config{Engine: scheduler.EngineConfig{PollInterval: 5 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := httpapi.New(httpapi.Config{Service: scheduler.NewService(store, clk, policy, nil), Ready: readiness(store, engine, clk.Now)})
+	engine := sched.Engine
+	api, err := httpapi.New(httpapi.Config{Service: sched.Service, Ready: readiness(store, engine, clk.Now)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,11 +30,7 @@ func countRows(t *testing.T, path, table string) int {
 
 func newPruner(t *testing.T, h *harness, cfg scheduler.PrunerConfig) *scheduler.Pruner {
 	t.Helper()
-	p, err := scheduler.NewPruner(h.store, h.clock, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return newScheduler(t, h.store, h.clock, scheduler.Config{Pruner: cfg}).Pruner
 }
 
 func TestPrunerRemovesOnlyOldFinishedOperations(t *testing.T) {
@@ -156,8 +152,8 @@ func TestPrunerConfigValidation(t *testing.T) {
 		{BatchSize: -1},
 		{Interval: -time.Second},
 	} {
-		if _, err := scheduler.NewPruner(h.store, h.clock, cfg); err == nil {
-			t.Errorf("NewPruner(%+v) accepted an invalid config", cfg)
+		if _, err := scheduler.New(h.store, h.clock, scheduler.Config{Pruner: cfg}); err == nil {
+			t.Errorf("New with pruner config %+v accepted an invalid config", cfg)
 		}
 	}
 	p := newPruner(t, h, scheduler.PrunerConfig{})
