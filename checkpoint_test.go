@@ -40,6 +40,7 @@ func (f *fakeCheckpointer) count() int {
 // The checkpointer checkpoints once per interval on the injected clock, logs
 // a failure and goes on, and returns when its context ends.
 func TestRunCheckpointsTicksLogsFailuresAndStops(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewMock()
 	var logs lockedBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
@@ -68,6 +69,7 @@ func TestRunCheckpointsTicksLogsFailuresAndStops(t *testing.T) {
 // A checkpoint that keeps failing every 100 ms is logged once, then once a
 // minute with the count, and its recovery once; not ten times a second.
 func TestRunCheckpointsRateLimitsFailureLogs(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewMock()
 	var logs lockedBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
@@ -120,6 +122,7 @@ func waitFor(t *testing.T, cond func() bool) {
 // bound; new frames, a partial or busy checkpoint, or a failure bring it
 // back to the base interval (design §11 "Idle is idle").
 func TestNextCheckpointWait(t *testing.T) {
+	t.Parallel()
 	const base, most = 100 * time.Millisecond, 500 * time.Millisecond
 	done := db.CheckpointStats{WALFrames: 40, Checkpointed: 40}
 	for _, tc := range []struct {
@@ -150,6 +153,7 @@ func TestNextCheckpointWait(t *testing.T) {
 // 100 ms: over 10 s of the mock clock, at most 30 checkpoints (the backoff
 // gives ~21; a fixed 100 ms ticker 100).
 func TestRunCheckpointsBacksOffWhileIdle(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewMock()
 	store := &fakeCheckpointer{}
 	ctx, cancel := context.WithCancel(context.Background())

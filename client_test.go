@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,7 +18,6 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
-	"github.com/urfave/cli/v2"
 
 	"pacer/db"
 	"pacer/httpapi"
@@ -136,20 +134,23 @@ func withServer(e *cliEnv, args []string) []string {
 // runPacer runs newApp with args; stdout goes to out when not nil.
 func runPacer(ctx context.Context, out io.Writer, stdin string, args ...string) cliResult {
 	var stdout, stderr lockedBuffer
-	app := newApp()
-	app.Writer, app.ErrWriter, app.Reader = &stdout, &stderr, strings.NewReader(stdin)
+	var w io.Writer = &stdout
 	if out != nil {
-		app.Writer = out
+		w = out
 	}
-	err := app.RunContext(ctx, append([]string{"pacer"}, args...))
-	r := cliResult{stdout: stdout.String(), stderr: stderr.String()}
-	if err != nil {
-		r.code, r.msg = 1, err.Error()
-		var exit cli.ExitCoder
-		if errors.As(err, &exit) {
-			r.code = exit.ExitCode()
-		}
-	}
+	r := runPacerWith(ctx, w, &stderr, stdin, args...)
+	r.stdout, r.stderr = stdout.String(), stderr.String()
+	return r
+}
+
+// runPacerWith runs newApp with args in this process, as main would, its
+// standard output and error going to stdout and stderr; the result has
+// the exit code and message main would print.
+func runPacerWith(ctx context.Context, stdout, stderr io.Writer, stdin string, args ...string) cliResult {
+	app := newApp()
+	app.Writer, app.ErrWriter, app.Reader = stdout, stderr, strings.NewReader(stdin)
+	var r cliResult
+	r.code, r.msg = exitStatus(app.RunContext(ctx, append([]string{"pacer"}, args...)))
 	return r
 }
 
@@ -254,6 +255,7 @@ func TestCLIScopes(t *testing.T) { // not parallel: t.Setenv
 // package-level state that concurrent apps would race on.
 
 func TestCLIEnqueueAndOps(t *testing.T) {
+	t.Parallel()
 	e := newCLIEnv(t)
 	e.pacer("", "scopes", "set", "acct", "--provider", "generic", "--base-url", e.provider, "--no-credentials").ok(t)
 	op := func(id, method, path string) string {
@@ -376,6 +378,7 @@ func TestCLIEnqueueAndOps(t *testing.T) {
 }
 
 func TestCLIServerErrors(t *testing.T) {
+	t.Parallel()
 	e := newCLIEnv(t)
 
 	t.Run("ServerDown", func(t *testing.T) {
@@ -412,6 +415,7 @@ func TestCLIServerErrors(t *testing.T) {
 }
 
 func TestCLIFollow(t *testing.T) {
+	t.Parallel()
 	e := newCLIEnv(t)
 	e.pacer("", "scopes", "set", "acct", "--provider", "generic", "--base-url", e.provider, "--no-credentials").ok(t)
 	// Enqueue over HTTP, not with the command line, while follow runs.

@@ -21,6 +21,7 @@ import (
 // back by a provider in successful, refused and failed answers. None may
 // appear anywhere in the logs.
 func TestNoSecretsInLogs(t *testing.T) {
+	t.Parallel()
 	const apiToken = "api-SECRET-token-4711"
 	secrets := []string{apiToken, "wrong-SECRET-guess", "cred-SECRET-bearer", "cred-SECRET-header", "cred-SECRET-pass",
 		base64.StdEncoding.EncodeToString([]byte("user:cred-SECRET-pass"))}
@@ -37,7 +38,7 @@ func TestNoSecretsInLogs(t *testing.T) {
 		fmt.Fprint(w, echo)
 	}))
 	defer provider.Close()
-	p := startPacer(t, filepath.Join(t.TempDir(), "pacer.db"), freeAddr(t), "--api-token", apiToken)
+	p := startPacerBinary(t, filepath.Join(t.TempDir(), "pacer.db"), freeAddr(t), "--api-token", apiToken)
 
 	call := func(token, method, path string, body any) int {
 		t.Helper()

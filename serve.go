@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -46,7 +47,7 @@ func dbFlag() cli.Flag {
 // runServe maps serve's flags onto a ServeConfig and runs Main until a
 // signal.
 func runServe(c *cli.Context) error {
-	logger, err := newLogger(c.String("log-level"))
+	logger, err := newLogger(c.App.ErrWriter, c.String("log-level"))
 	if err != nil {
 		return cli.Exit(err.Error(), 2)
 	}
@@ -137,17 +138,20 @@ func loopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// newLogger returns a slog logger: text on a terminal, JSON otherwise.
-func newLogger(level string) (*slog.Logger, error) {
+// newLogger returns a slog logger writing to w (standard error): text on
+// a terminal, JSON otherwise.
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level: %q is not debug, info, warn or error", level)
 	}
 	opts := &slog.HandlerOptions{Level: l}
-	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	if f, ok := w.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			return slog.New(slog.NewTextHandler(w, opts)), nil
+		}
 	}
-	return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	return slog.New(slog.NewJSONHandler(w, opts)), nil
 }
 
 // parseResultLimit reads --result-limit: a number of bytes, or one of KiB
