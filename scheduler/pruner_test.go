@@ -316,3 +316,35 @@ func TestPrunerRunStopsWithItsContext(t *testing.T) {
 		t.Fatal("Run did not return after its context ended")
 	}
 }
+
+// KeepForever (serve --retention 0) removes nothing, however old, and its
+// Run only waits for its context.
+func TestPrunerKeepForever(t *testing.T) {
+	ctx := context.Background()
+	h := setup(t, scheduler.EngineConfig{})
+	prov := newProvider(t, h.clock)
+	h.scope("a", prov.URL, "", 4)
+	h.enqueue(scheduler.OperationInput{ID: "ok", Scope: "a", Method: "GET", Path: "/ok"})
+	h.pass()
+	h.wantState("ok", scheduler.StateSucceeded)
+	pr := newPruner(t, h, scheduler.PrunerConfig{KeepForever: true, Retention: time.Second})
+	h.clock.Add(365 * 24 * time.Hour)
+	if res, err := pr.RunOnce(ctx); err != nil || res != (scheduler.PruneResult{}) {
+		t.Fatalf("RunOnce = %+v, %v; want nothing removed", res, err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- pr.Run(runCtx) }()
+	for range 50 {
+		h.clock.Add(time.Hour)
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	h.wantState("ok", scheduler.StateSucceeded)
+	if n := countRows(t, h.path, "changes"); n == 0 {
+		t.Error("the change feed was pruned")
+	}
+}
