@@ -104,7 +104,9 @@ func TestObserverCountsRequestsInFlight(t *testing.T) {
 	if n, err := h.engine.RunOnce(context.Background()); err != nil || n != 2 {
 		t.Fatalf("claim: %d, %v", n, err)
 	}
-	waitFor(t, func() bool { return len(prov.requests("/slow")) == 1 && h.op("quick").State == scheduler.StateSucceeded })
+	waitFor(t, func() bool {
+		return len(prov.requests("/slow")) == 1 && h.op("quick").State == scheduler.StateSucceeded
+	})
 	if got, want := obs.value(), h.engine.InFlight(); got != 1 || want != 1 {
 		t.Fatalf("in flight: observer %d, engine %d; want 1 and 1", got, want)
 	}
