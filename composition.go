@@ -221,12 +221,12 @@ func (m *Main) Run(ctx context.Context) error {
 	loopsCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopLoops()
 	var loops sync.WaitGroup
-	for _, run := range []func(context.Context) error{m.sched.Run, m.ckpt.Run} {
+	for name, run := range map[string]func(context.Context) error{"scheduler": m.sched.Run, "checkpoints": m.ckpt.Run} {
 		loops.Add(1)
 		go func() {
 			defer loops.Done()
 			if err := run(loopsCtx); err != nil {
-				logger.Warn("engine shutdown", "err", err)
+				logger.Warn(name+" shutdown", "err", err)
 			}
 		}()
 	}
