@@ -276,6 +276,12 @@ func (p *pacerProc) kill9(t *testing.T) {
 
 func (p *pacerProc) call(t *testing.T, method, path string, body any) (int, map[string]any) {
 	t.Helper()
+	return p.callAs(t, "", method, path, body)
+}
+
+// callAs is call with the bearer token given, when not empty.
+func (p *pacerProc) callAs(t *testing.T, token, method, path string, body any) (int, map[string]any) {
+	t.Helper()
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -284,6 +290,9 @@ func (p *pacerProc) call(t *testing.T, method, path string, body any) (int, map[
 	req, _ := http.NewRequest(method, p.base+path, rd)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -104,6 +104,18 @@ func receive(t *testing.T, done <-chan pageResult, what string) pageResult {
 	}
 }
 
+// newWaitingPoll is a feed harness whose scope a has one operation,
+// op-1, and a long-poll after it (30 s) that is waiting.
+func newWaitingPoll(t *testing.T) (*feedHarness, <-chan pageResult) {
+	t.Helper()
+	h := newFeedHarness(t)
+	h.scope("a", "https://api.example.com")
+	h.enqueue("op-1", "a")
+	done := h.poll(context.Background(), scheduler.ChangeQuery{ChangeFilter: scheduler.ChangeFilter{After: 1}, Wait: 30 * time.Second})
+	h.waitEmptyRead()
+	return h, done
+}
+
 func (h *feedHarness) waitEmptyRead() {
 	h.t.Helper()
 	select {
@@ -158,11 +170,7 @@ func TestChangesLongPoll(t *testing.T) {
 	})
 
 	t.Run("ReturnsPromptlyOnANewChange", func(t *testing.T) {
-		h := newFeedHarness(t)
-		h.scope("a", "https://api.example.com")
-		h.enqueue("op-1", "a")
-		done := h.poll(ctx, scheduler.ChangeQuery{ChangeFilter: scheduler.ChangeFilter{After: 1}, Wait: 30 * time.Second})
-		h.waitEmptyRead()
+		h, done := newWaitingPoll(t)
 		h.enqueue("op-2", "a")
 		r := receive(t, done, "after a new change")
 		if r.err != nil || len(r.page.Changes) != 1 || r.page.Changes[0].OperationID != "op-2" || r.page.Next != 2 {
@@ -190,11 +198,7 @@ func TestChangesLongPoll(t *testing.T) {
 		},
 	} {
 		t.Run("ReturnsPromptlyOnACommitBy"+name, func(t *testing.T) {
-			h := newFeedHarness(t)
-			h.scope("a", "https://api.example.com")
-			h.enqueue("op-1", "a")
-			done := h.poll(ctx, scheduler.ChangeQuery{ChangeFilter: scheduler.ChangeFilter{After: 1}, Wait: 30 * time.Second})
-			h.waitEmptyRead()
+			h, done := newWaitingPoll(t)
 			write(h)
 			r := receive(t, done, "after a commit by "+name)
 			if r.err != nil || len(r.page.Changes) != 1 || r.page.Changes[0].OperationID != "op-1" || r.page.Next != 2 {
@@ -259,11 +263,7 @@ func TestChangesLongPoll(t *testing.T) {
 	})
 
 	t.Run("EndsWhenTheNotifierCloses", func(t *testing.T) {
-		h := newFeedHarness(t)
-		h.scope("a", "https://api.example.com")
-		h.enqueue("op-1", "a")
-		done := h.poll(ctx, scheduler.ChangeQuery{ChangeFilter: scheduler.ChangeFilter{After: 1}, Wait: 30 * time.Second})
-		h.waitEmptyRead()
+		h, done := newWaitingPoll(t)
 		h.svc.Notifier().Close()
 		r := receive(t, done, "shutdown")
 		if r.err != nil || len(r.page.Changes) != 0 || r.page.Next != 1 {
