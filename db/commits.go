@@ -29,5 +29,7 @@ func (h *commitHooks) committed() {
 // OnCommit adds fn to the functions called after each write transaction
 // the store commits (see scheduler.Store): on the writer's connection,
 // right after SQLite's COMMIT returned, so a read started by fn or after
-// it sees the commit. A rolled-back transaction calls none.
+// it sees the commit. A rolled-back transaction calls none, and neither
+// does a statement committed on its own outside a transaction (only
+// DeleteSession writes so: sessions are not in the change feed).
 func (db *DB) OnCommit(fn func()) { db.writer.commits.add(fn) }

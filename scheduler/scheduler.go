@@ -65,11 +65,11 @@ func New(store Store, clk clock.Clock, cfg Config) (*Scheduler, error) {
 	if cfg.Pruner.Logger == nil {
 		cfg.Pruner.Logger = cfg.Logger
 	}
-	engine, err := newEngine(store, clk, cfg.Policy, cfg.Engine)
+	pruner, err := newPruner(store, clk, cfg.Pruner)
 	if err != nil {
 		return nil, err
 	}
-	pruner, err := newPruner(store, clk, cfg.Pruner)
+	engine, err := newEngine(store, clk, cfg.Policy, cfg.Engine)
 	if err != nil {
 		return nil, err
 	}
