@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/urfave/cli/v2"
 
 	"pacer/db"
 	"pacer/httpapi"
@@ -145,13 +146,60 @@ func runPacer(ctx context.Context, out io.Writer, stdin string, args ...string) 
 
 // runPacerWith runs newApp with args in this process, as main would, its
 // standard output and error going to stdout and stderr; the result has
-// the exit code and message main would print.
+// the exit code and message main would print. Runs in parallel tests set
+// their commands up one at a time (cliSetup).
 func runPacerWith(ctx context.Context, stdout, stderr io.Writer, stdin string, args ...string) cliResult {
 	app := newApp()
 	app.Writer, app.ErrWriter, app.Reader = stdout, stderr, strings.NewReader(stdin)
+	cliSetup.Lock()
+	var setUp sync.Once
+	started := func() { setUp.Do(cliSetup.Unlock) }
+	defer started()
+	onAction(app.Commands, started)
 	var r cliResult
 	r.code, r.msg = exitStatus(app.RunContext(ctx, append([]string{"pacer"}, args...)))
 	return r
+}
+
+// In-process runs of the command line in parallel tests (and the serves
+// of startPacer) do not race (under -race): see cliSetup.
+func TestInProcessCommandsRunInParallel(t *testing.T) {
+	t.Parallel()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			path := filepath.Join(t.TempDir(), "pacer.db")
+			for _, cmd := range []string{"users list", "check"} {
+				r := runPacer(context.Background(), nil, "", append(strings.Fields(cmd), "--db", path)...)
+				if r.code != 1 || !strings.Contains(r.msg, "no database file") {
+					t.Errorf("%s on a missing database: exit %d %q, want 1 and no database file", cmd, r.code, r.msg)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// cliSetup is held while an in-process run sets its commands up, until
+// its command's action starts: urfave/cli v2 writes its package-level help
+// command (helpCommand) while it sets a command up, so two apps doing so
+// at once race.
+var cliSetup sync.Mutex
+
+// onAction makes every command of cmds, and of their subcommands, call
+// started as its action begins.
+func onAction(cmds []*cli.Command, started func()) {
+	for _, c := range cmds {
+		if act := c.Action; act != nil {
+			c.Action = func(ctx *cli.Context) error {
+				started()
+				return act(ctx)
+			}
+		}
+		onAction(c.Subcommands, started)
+	}
 }
 
 // ok fails unless r succeeded; it returns stdout.
