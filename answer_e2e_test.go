@@ -73,6 +73,7 @@ func bodyOf(t *testing.T, a *storedAnswer) []byte {
 // error body ends a mutation failed with that body in
 // lastOutcome.response.
 func TestAnswersKeptEndToEnd(t *testing.T) {
+	t.Parallel()
 	items := make([]map[string]any, 0, 4000)
 	for i := 0; ; i++ {
 		items = append(items, map[string]any{"id": i, "full_name": fmt.Sprintf("octo/repo-%05d", i), "description": strings.Repeat("d", 40)})

@@ -22,7 +22,7 @@ import (
 // output and exit code.
 func runPacerCmd(t *testing.T, args ...string) (string, int) {
 	t.Helper()
-	out, err := exec.Command(pacerBinary, args...).CombinedOutput()
+	out, err := exec.Command(pacerBin(t), args...).CombinedOutput()
 	if err != nil {
 		exit, ok := err.(*exec.ExitError)
 		if !ok {
@@ -38,6 +38,7 @@ func runPacerCmd(t *testing.T, args ...string) (string, int) {
 // passes on the copy, and the copy opens with every operation that was
 // acknowledged before the backup began.
 func TestBackupOfLiveDatabase(t *testing.T) {
+	t.Parallel()
 	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusCreated)
 	}))
@@ -143,6 +144,7 @@ func TestBackupOfLiveDatabase(t *testing.T) {
 }
 
 func TestBackupAndCheckErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	junk := filepath.Join(dir, "junk.db")
 	if err := os.WriteFile(junk, bytes.Repeat([]byte("garbage "), 1024), 0o600); err != nil {

@@ -20,8 +20,8 @@ import (
 // checkpoint costs ~0.2 ms.
 const checkpointInterval = 100 * time.Millisecond
 
-// checkpointer is the part of the store runCheckpoints drives.
-type checkpointer interface {
+// checkpointStore is the part of the store a checkpointer drives (db.DB).
+type checkpointStore interface {
 	Checkpoint(ctx context.Context) (db.CheckpointStats, error)
 }
 
@@ -31,39 +31,87 @@ type checkpointer interface {
 // after idling leaves at most this much WAL for the first checkpoint.
 const idleCheckpointMax = 500 * time.Millisecond
 
-// runCheckpoints checkpoints the store every interval until ctx ends, so
-// that no commit has to: with SQLite's own checkpoints inside commits the
-// p99 send lateness at 500 operations/s was 26 ms, with these 7.5 ms
-// (scripts/bench, pacer-lateness). While checkpoints find nothing to do the
-// wait grows to idleCheckpointMax (nextCheckpointWait). A failed checkpoint
-// is tried again after interval, and logged without flooding
-// (scheduler.FailureLog); the writer's own safety-net checkpoint bounds the
-// WAL meanwhile.
-func runCheckpoints(ctx context.Context, store checkpointer, clk clock.Clock, interval time.Duration, logger *slog.Logger) {
-	wait := interval
-	var last db.CheckpointStats
-	timer := clk.Timer(wait)
+// checkpointConfig shapes a checkpointer. Zero fields take the defaults.
+type checkpointConfig struct {
+	// Interval is the wait between checkpoints while the WAL grows, and
+	// after a failure; default checkpointInterval.
+	Interval time.Duration
+	// IdleMax is the longest wait while checkpoints find nothing to do;
+	// default idleCheckpointMax, never below Interval.
+	IdleMax time.Duration
+	// Logger receives failures (without flooding) and, at debug level,
+	// the checkpoints that copied frames; nil discards.
+	Logger *slog.Logger
+}
+
+// checkpointer is serve's WAL checkpoint loop: it checkpoints the store
+// off the writer's path so that no commit has to. With SQLite's own
+// checkpoints inside commits the p99 send lateness at 500 operations/s was
+// 26 ms, with these 7.5 ms (scripts/bench, pacer-lateness). While
+// checkpoints find nothing to do the wait grows to IdleMax
+// (nextCheckpointWait). A failed checkpoint is tried again after Interval,
+// and logged without flooding (scheduler.FailureLog); the writer's own
+// safety-net checkpoint bounds the WAL meanwhile. Run drives it; tests may
+// call RunOnce.
+type checkpointer struct {
+	store    checkpointStore
+	clock    clock.Clock
+	cfg      checkpointConfig
+	failures *scheduler.FailureLog
+	// wait is the wait before the next checkpoint; last what the last one
+	// found.
+	wait time.Duration
+	last db.CheckpointStats
+}
+
+// newCheckpointer returns a checkpointer of store.
+func newCheckpointer(store checkpointStore, clk clock.Clock, cfg checkpointConfig) *checkpointer {
+	if cfg.Interval <= 0 {
+		cfg.Interval = checkpointInterval
+	}
+	if cfg.IdleMax <= 0 {
+		cfg.IdleMax = idleCheckpointMax
+	}
+	cfg.IdleMax = max(cfg.IdleMax, cfg.Interval)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &checkpointer{store: store, clock: clk, cfg: cfg, wait: cfg.Interval,
+		failures: scheduler.NewFailureLog(cfg.Logger, slog.LevelWarn, "checkpoint")}
+}
+
+// RunOnce checkpoints once, logs the outcome and sets the wait before the
+// next checkpoint.
+func (c *checkpointer) RunOnce(ctx context.Context) (db.CheckpointStats, error) {
+	st, err := c.store.Checkpoint(ctx)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		c.failures.Failed(c.clock.Now(), err)
+	case err == nil:
+		c.failures.Succeeded(c.clock.Now())
+		if st.WALFrames > 0 {
+			c.cfg.Logger.Debug("checkpoint", "walFrames", st.WALFrames, "checkpointed", st.Checkpointed, "busy", st.Busy)
+		}
+	}
+	c.wait = nextCheckpointWait(c.wait, c.cfg.Interval, c.cfg.IdleMax, c.last, st, err)
+	c.last = st
+	return st, err
+}
+
+// Run checkpoints after each wait until ctx ends; a failure is retried
+// after Interval, and Run never gives up because of one. It returns nil
+// when ctx ends.
+func (c *checkpointer) Run(ctx context.Context) error {
+	timer := c.clock.Timer(c.wait)
 	defer timer.Stop()
-	failures := scheduler.NewFailureLog(logger, slog.LevelWarn, "checkpoint")
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-timer.C:
 		}
-		st, err := store.Checkpoint(ctx)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			failures.Failed(clk.Now(), err)
-		case err == nil:
-			failures.Succeeded(clk.Now())
-			if st.WALFrames > 0 {
-				logger.Debug("checkpoint", "walFrames", st.WALFrames, "checkpointed", st.Checkpointed, "busy", st.Busy)
-			}
-		}
-		wait = nextCheckpointWait(wait, interval, max(interval, idleCheckpointMax), last, st, err)
-		last = st
-		timer.Reset(wait)
+		_, _ = c.RunOnce(ctx) // logged by RunOnce
+		timer.Reset(c.wait)
 	}
 }
 

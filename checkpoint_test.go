@@ -37,16 +37,34 @@ func (f *fakeCheckpointer) count() int {
 	return f.calls
 }
 
-// runCheckpoints checkpoints once per interval on the injected clock, logs
+// runCheckpointer runs a checkpointer of store on a mock clock, at
+// interval, its logs in the buffer returned; stop ends it and waits for
+// Run to return (at most 5 s).
+func runCheckpointer(t *testing.T, store *fakeCheckpointer, interval time.Duration) (clk *clock.Mock, logs *lockedBuffer, stop func()) {
+	t.Helper()
+	clk, logs = clock.NewMock(), &lockedBuffer{}
+	c := newCheckpointer(store, clk, checkpointConfig{Interval: interval, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	done := make(chan struct{})
+	go func() { c.Run(ctx); close(done) }()
+	return clk, logs, func() {
+		t.Helper()
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the checkpointer did not return after its context ended")
+		}
+	}
+}
+
+// The checkpointer checkpoints once per interval on the injected clock, logs
 // a failure and goes on, and returns when its context ends.
 func TestRunCheckpointsTicksLogsFailuresAndStops(t *testing.T) {
-	clk := clock.NewMock()
-	var logs lockedBuffer
-	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	t.Parallel()
 	store := &fakeCheckpointer{fail: true}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { runCheckpoints(ctx, store, clk, time.Second, logger); close(done) }()
+	clk, logs, stop := runCheckpointer(t, store, time.Second)
 
 	for want := 1; want <= 3; want++ {
 		waitFor(t, func() bool { clk.Add(time.Second); return store.count() >= want })
@@ -54,26 +72,16 @@ func TestRunCheckpointsTicksLogsFailuresAndStops(t *testing.T) {
 	if logged := logs.String(); !strings.Contains(logged, "checkpoint failed") || !strings.Contains(logged, "disk on fire") {
 		t.Fatalf("failure not logged: %q", logged)
 	}
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("runCheckpoints did not return after its context ended")
-	}
+	stop()
 }
 
 // A checkpoint that keeps failing every 100 ms is logged once, then once a
 // minute with the count, and its recovery once; not ten times a second.
 func TestRunCheckpointsRateLimitsFailureLogs(t *testing.T) {
-	clk := clock.NewMock()
-	var logs lockedBuffer
-	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	t.Parallel()
 	store := &fakeCheckpointer{fail: true}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan struct{})
+	clk, logs, stop := runCheckpointer(t, store, 100*time.Millisecond)
 	start := clk.Now()
-	go func() { runCheckpoints(ctx, store, clk, 100*time.Millisecond, logger); close(done) }()
 
 	const ticks = 1500 // 2.5 minutes of failures
 	for want := 1; want <= ticks; want++ {
@@ -84,8 +92,7 @@ func TestRunCheckpointsRateLimitsFailureLogs(t *testing.T) {
 	store.mu.Unlock()
 	n := store.count()
 	waitFor(t, func() bool { clk.Add(100 * time.Millisecond); return store.count() > n+1 })
-	cancel()
-	<-done
+	stop()
 	logged := logs.String()
 	first := strings.Count(logged, "checkpoint failed")
 	again := strings.Count(logged, "checkpoint still failing")
@@ -114,6 +121,7 @@ func waitFor(t *testing.T, cond func() bool) {
 // bound; new frames, a partial or busy checkpoint, or a failure bring it
 // back to the base interval (design §11 "Idle is idle").
 func TestNextCheckpointWait(t *testing.T) {
+	t.Parallel()
 	const base, most = 100 * time.Millisecond, 500 * time.Millisecond
 	done := db.CheckpointStats{WALFrames: 40, Checkpointed: 40}
 	for _, tc := range []struct {
@@ -144,21 +152,15 @@ func TestNextCheckpointWait(t *testing.T) {
 // 100 ms: over 10 s of the mock clock, at most 30 checkpoints (the backoff
 // gives ~21; a fixed 100 ms ticker 100).
 func TestRunCheckpointsBacksOffWhileIdle(t *testing.T) {
-	clk := clock.NewMock()
+	t.Parallel()
 	store := &fakeCheckpointer{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		runCheckpoints(ctx, store, clk, 100*time.Millisecond, slog.New(slog.DiscardHandler))
-		close(done)
-	}()
+	clk, _, stop := runCheckpointer(t, store, 100*time.Millisecond)
 	waitFor(t, func() bool { clk.Add(100 * time.Millisecond); return store.count() >= 1 })
 	for range 100 {
 		clk.Add(100 * time.Millisecond)
 		time.Sleep(time.Millisecond) // let the loop take its timer
 	}
-	cancel()
-	<-done
+	stop()
 	if n := store.count(); n > 30 {
 		t.Fatalf("%d checkpoints of an idle store in 10 s, want at most 30", n)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -53,12 +52,11 @@ func newCLIEnv(t *testing.T) *cliEnv {
 	t.Cleanup(func() { store.Close() })
 	mock := clock.NewMock()
 	mock.Set(time.Date(2026, 9, 11, 2, 0, 0, 0, time.UTC))
-	svc := scheduler.NewService(store, mock, scheduler.DefaultPolicy(), nil)
-	engine, err := scheduler.NewEngine(store, mock, scheduler.DefaultPolicy(), scheduler.EngineConfig{Random: func() float64 { return 0.5 }})
+	sched, err := scheduler.New(store, mock, scheduler.Config{Engine: scheduler.EngineConfig{Random: func() float64 { return 0.5 }}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	engine.NotifyChanges(svc.Notifier())
+	svc, engine := sched.Service, sched.Engine
 	api, err := httpapi.New(httpapi.Config{Service: svc, Token: cliToken, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -137,21 +135,71 @@ func withServer(e *cliEnv, args []string) []string {
 // runPacer runs newApp with args; stdout goes to out when not nil.
 func runPacer(ctx context.Context, out io.Writer, stdin string, args ...string) cliResult {
 	var stdout, stderr lockedBuffer
-	app := newApp()
-	app.Writer, app.ErrWriter, app.Reader = &stdout, &stderr, strings.NewReader(stdin)
+	var w io.Writer = &stdout
 	if out != nil {
-		app.Writer = out
+		w = out
 	}
-	err := app.RunContext(ctx, append([]string{"pacer"}, args...))
-	r := cliResult{stdout: stdout.String(), stderr: stderr.String()}
-	if err != nil {
-		r.code, r.msg = 1, err.Error()
-		var exit cli.ExitCoder
-		if errors.As(err, &exit) {
-			r.code = exit.ExitCode()
-		}
-	}
+	r := runPacerWith(ctx, w, &stderr, stdin, args...)
+	r.stdout, r.stderr = stdout.String(), stderr.String()
 	return r
+}
+
+// runPacerWith runs newApp with args in this process, as main would, its
+// standard output and error going to stdout and stderr; the result has
+// the exit code and message main would print. Runs in parallel tests set
+// their commands up one at a time (cliSetup).
+func runPacerWith(ctx context.Context, stdout, stderr io.Writer, stdin string, args ...string) cliResult {
+	app := newApp()
+	app.Writer, app.ErrWriter, app.Reader = stdout, stderr, strings.NewReader(stdin)
+	cliSetup.Lock()
+	var setUp sync.Once
+	started := func() { setUp.Do(cliSetup.Unlock) }
+	defer started()
+	onAction(app.Commands, started)
+	var r cliResult
+	r.code, r.msg = exitStatus(app.RunContext(ctx, append([]string{"pacer"}, args...)))
+	return r
+}
+
+// In-process runs of the command line in parallel tests (and the serves
+// of startPacer) do not race (under -race): see cliSetup.
+func TestInProcessCommandsRunInParallel(t *testing.T) {
+	t.Parallel()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			path := filepath.Join(t.TempDir(), "pacer.db")
+			for _, cmd := range []string{"users list", "check"} {
+				r := runPacer(context.Background(), nil, "", append(strings.Fields(cmd), "--db", path)...)
+				if r.code != 1 || !strings.Contains(r.msg, "no database file") {
+					t.Errorf("%s on a missing database: exit %d %q, want 1 and no database file", cmd, r.code, r.msg)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// cliSetup is held while an in-process run sets its commands up, until
+// its command's action starts: urfave/cli v2 writes its package-level help
+// command (helpCommand) while it sets a command up, so two apps doing so
+// at once race.
+var cliSetup sync.Mutex
+
+// onAction makes every command of cmds, and of their subcommands, call
+// started as its action begins.
+func onAction(cmds []*cli.Command, started func()) {
+	for _, c := range cmds {
+		if act := c.Action; act != nil {
+			c.Action = func(ctx *cli.Context) error {
+				started()
+				return act(ctx)
+			}
+		}
+		onAction(c.Subcommands, started)
+	}
 }
 
 // ok fails unless r succeeded; it returns stdout.
@@ -266,6 +314,7 @@ func TestCLIScopes(t *testing.T) { // not parallel: t.Setenv
 // package-level state that concurrent apps would race on.
 
 func TestCLIEnqueueAndOps(t *testing.T) {
+	t.Parallel()
 	e := newCLIEnv(t)
 	e.pacer("", "scopes", "set", "acct", "--provider", "generic", "--base-url", e.provider, "--no-credentials").ok(t)
 	op := func(id, method, path string) string {
@@ -399,6 +448,7 @@ func TestCLIEnqueueAndOps(t *testing.T) {
 }
 
 func TestCLIServerErrors(t *testing.T) {
+	t.Parallel()
 	e := newCLIEnv(t)
 
 	t.Run("ServerDown", func(t *testing.T) {
@@ -435,6 +485,7 @@ func TestCLIServerErrors(t *testing.T) {
 }
 
 func TestCLIFollow(t *testing.T) {
+	t.Parallel()
 	e := newCLIEnv(t)
 	e.pacer("", "scopes", "set", "acct", "--provider", "generic", "--base-url", e.provider, "--no-credentials").ok(t)
 	// Enqueue over HTTP, not with the command line, while follow runs.

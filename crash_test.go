@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,26 +19,55 @@ import (
 	"time"
 )
 
-// pacerBinary is built once by TestMain for the tests that run the real
-// binary (crash and restart tests).
-var pacerBinary string
+// The real binary, for the tests that need one (SIGKILL, signals, the
+// process lock across processes, exit codes and what the process prints):
+// built on first use by pacerBin, with the race detector when the tests
+// run with it; binDir holds it.
+var (
+	binDir   string
+	binOnce  sync.Once
+	binPath  string
+	binError error
+)
 
 func TestMain(m *testing.M) {
+	// A developer's PACER_* settings must not steer the serves and commands
+	// the tests run in this process (the binary gets envWithoutPacer).
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "PACER_") {
+			os.Unsetenv(name)
+		}
+	}
 	dir, err := os.MkdirTemp("", "pacer-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	pacerBinary = filepath.Join(dir, "pacer")
-	build := exec.Command("go", "build", "-race", "-o", pacerBinary, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build pacer:", err)
-		os.Exit(1)
-	}
+	binDir = dir
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// pacerBin returns the path of the pacer binary, building it on the first
+// call.
+func pacerBin(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		binPath = filepath.Join(binDir, "pacer")
+		args := []string{"build", "-o", binPath}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		build := exec.Command("go", append(args, ".")...)
+		if out, err := build.CombinedOutput(); err != nil {
+			binError = fmt.Errorf("build pacer: %v\n%s", err, out)
+		}
+	})
+	if binError != nil {
+		t.Fatal(binError)
+	}
+	return binPath
 }
 
 // effectLog is a provider stand-in that applies each mutation it receives
@@ -105,11 +135,17 @@ func (l *effectLog) waitArrivals(t *testing.T, n int) {
 	}
 }
 
-// pacerProc is one running pacer serve.
+// pacerProc is one running pacer serve: the binary (cmd), or the serve
+// command in this process (shutdown stops it).
 type pacerProc struct {
 	cmd  *exec.Cmd
 	base string
-	logs *bytes.Buffer
+	logs *lockedBuffer
+	// done receives what an in-process serve returned.
+	done     chan cliResult
+	cancel   context.CancelFunc
+	stopOnce sync.Once
+	result   cliResult
 }
 
 func freeAddr(t *testing.T) string {
@@ -122,20 +158,51 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-func startPacer(t *testing.T, dbPath, addr string, extra ...string) *pacerProc {
-	t.Helper()
-	args := append([]string{"serve", "--db", dbPath, "--listen", addr, "--request-timeout", "20s", "--lease", "30s", "--log-level", "debug"}, extra...)
-	return launchServe(t, addr, args...)
+// serveArgs are the serve command line of startPacer and startPacerBinary.
+func serveArgs(dbPath, addr string, extra ...string) []string {
+	return append([]string{"serve", "--db", dbPath, "--listen", addr, "--request-timeout", "20s", "--lease", "30s", "--log-level", "debug"}, extra...)
 }
 
-// launchServe runs the pacer binary with args (a serve command listening
-// on addr), without the caller's PACER_ variables, and waits until it is
-// healthy. The process is killed when the test ends; its logs are shown
-// if the test failed.
+// startPacer runs pacer serve in this process (see launchServe).
+func startPacer(t *testing.T, dbPath, addr string, extra ...string) *pacerProc {
+	t.Helper()
+	return launchServe(t, addr, serveArgs(dbPath, addr, extra...)...)
+}
+
+// startPacerBinary runs pacer serve as the real binary (see
+// launchServeBinary), for a test that kills or signals it.
+func startPacerBinary(t *testing.T, dbPath, addr string, extra ...string) *pacerProc {
+	t.Helper()
+	return launchServeBinary(t, addr, serveArgs(dbPath, addr, extra...)...)
+}
+
+// launchServe runs the command line args (a serve command listening on
+// addr) in this process, as main would (newApp; Main underneath), its
+// logs in p.logs, and waits until it is healthy. It is stopped when the
+// test ends (or by shutdown); its logs are shown if the test failed.
 func launchServe(t *testing.T, addr string, args ...string) *pacerProc {
 	t.Helper()
-	logs := &bytes.Buffer{}
-	cmd := exec.Command(pacerBinary, args...)
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &pacerProc{base: "http://" + addr, logs: &lockedBuffer{}, done: make(chan cliResult, 1), cancel: cancel}
+	go func() { p.done <- runPacerWith(ctx, io.Discard, p.logs, "", args...) }()
+	t.Cleanup(func() {
+		p.shutdown()
+		if t.Failed() {
+			t.Logf("pacer logs:\n%s", p.logs.String())
+		}
+	})
+	p.waitHealthy(t, args)
+	return p
+}
+
+// launchServeBinary runs the pacer binary with args (a serve command
+// listening on addr), without the caller's PACER_ variables, and waits
+// until it is healthy. The process is killed when the test ends; its logs
+// are shown if the test failed.
+func launchServeBinary(t *testing.T, addr string, args ...string) *pacerProc {
+	t.Helper()
+	logs := &lockedBuffer{}
+	cmd := exec.Command(pacerBin(t), args...)
 	cmd.Env = envWithoutPacer()
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
@@ -151,20 +218,56 @@ func launchServe(t *testing.T, addr string, args ...string) *pacerProc {
 			t.Logf("pacer logs:\n%s", logs.String())
 		}
 	})
+	p.waitHealthy(t, args)
+	return p
+}
+
+// waitHealthy waits until p answers /healthz (at most 20 s), failing the
+// test when it does not or an in-process serve ended.
+func (p *pacerProc) waitHealthy(t *testing.T, args []string) {
+	t.Helper()
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		select {
+		case r := <-p.done:
+			p.done <- r
+			t.Fatalf("pacer %v ended before it was healthy: exit %d: %s\n%s", args, r.code, r.msg, p.logs.String())
+		default:
+		}
 		if resp, err := http.Get(p.base + "/healthz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				return p
+				return
 			}
 		}
 	}
-	t.Fatalf("pacer %v did not become healthy:\n%s", args, logs.String())
+	t.Fatalf("pacer %v did not become healthy:\n%s", args, p.logs.String())
+}
+
+// shutdown stops pacer as SIGTERM would and waits for it: the binary with
+// the signal, an in-process serve by ending its context. It returns what
+// serve returned (nil when it stopped cleanly).
+func (p *pacerProc) shutdown() error {
+	if p.cmd != nil {
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			return err
+		}
+		return p.cmd.Wait()
+	}
+	p.stopOnce.Do(func() {
+		p.cancel()
+		p.result = <-p.done
+	})
+	if p.result.code != 0 {
+		return fmt.Errorf("exit %d: %s", p.result.code, p.result.msg)
+	}
 	return nil
 }
 
 func (p *pacerProc) kill9(t *testing.T) {
 	t.Helper()
+	if p.cmd == nil {
+		t.Fatal("kill9 needs the binary: start it with startPacerBinary")
+	}
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -172,6 +275,12 @@ func (p *pacerProc) kill9(t *testing.T) {
 }
 
 func (p *pacerProc) call(t *testing.T, method, path string, body any) (int, map[string]any) {
+	t.Helper()
+	return p.callAs(t, "", method, path, body)
+}
+
+// callAs is call with the bearer token given, when not empty.
+func (p *pacerProc) callAs(t *testing.T, token, method, path string, body any) (int, map[string]any) {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -181,6 +290,9 @@ func (p *pacerProc) call(t *testing.T, method, path string, body any) (int, map[
 	req, _ := http.NewRequest(method, p.base+path, rd)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -233,6 +345,7 @@ func enqueue(t *testing.T, p *pacerProc, op map[string]any) {
 // resend, the uncertain non-idempotent mutation held, and the dead worker's
 // capacity back at once.
 func TestCrashDuringInFlightMutation(t *testing.T) {
+	t.Parallel()
 	prov := newEffectLog()
 	provider := httptest.NewServer(prov)
 	defer provider.Close()
@@ -240,7 +353,7 @@ func TestCrashDuringInFlightMutation(t *testing.T) {
 	dbPath := filepath.Join(t.TempDir(), "pacer.db")
 	addr := freeAddr(t)
 
-	p := startPacer(t, dbPath, addr)
+	p := startPacerBinary(t, dbPath, addr)
 	putScope(t, p, "plain", provider.URL, "")
 	putScope(t, p, "keyed", provider.URL, "Idempotency-Key")
 	enqueue(t, p, map[string]any{"operationId": "pay-plain", "providerScope": "plain",
@@ -250,7 +363,7 @@ func TestCrashDuringInFlightMutation(t *testing.T) {
 	prov.waitArrivals(t, 2)
 	p.kill9(t)
 
-	p = startPacer(t, dbPath, addr)
+	p = startPacerBinary(t, dbPath, addr)
 	held := p.waitState(t, "pay-plain", "held")
 	if held["holdReason"] != "unknownOutcome" {
 		t.Errorf("pay-plain holdReason = %v, want unknownOutcome", held["holdReason"])
@@ -297,13 +410,14 @@ func TestCrashDuringInFlightMutation(t *testing.T) {
 // pacer before it is due, restarts it, and checks that nothing was sent
 // before its time and nothing was lost (invariants 1 and 7).
 func TestRestartKeepsDelayedWork(t *testing.T) {
+	t.Parallel()
 	prov := newEffectLog()
 	provider := httptest.NewServer(prov)
 	defer provider.Close()
 	dbPath := filepath.Join(t.TempDir(), "pacer.db")
 	addr := freeAddr(t)
 
-	p := startPacer(t, dbPath, addr)
+	p := startPacerBinary(t, dbPath, addr)
 	putScope(t, p, "later", provider.URL, "")
 	notBefore := time.Now().Add(3 * time.Second).UTC().Truncate(time.Millisecond)
 	for i := range 5 {
@@ -312,7 +426,7 @@ func TestRestartKeepsDelayedWork(t *testing.T) {
 			"request":   map[string]any{"method": "POST", "path": fmt.Sprintf("/later/%d", i)}})
 	}
 	p.kill9(t)
-	p = startPacer(t, dbPath, addr)
+	p = startPacerBinary(t, dbPath, addr)
 	for i := range 5 {
 		p.waitState(t, fmt.Sprintf("later-%d", i), "succeeded")
 	}
@@ -330,9 +444,10 @@ func TestRestartKeepsDelayedWork(t *testing.T) {
 // TestSecondServeRefused checks the process lock: a second pacer on the
 // same database exits non-zero at once, naming the file.
 func TestSecondServeRefused(t *testing.T) {
+	t.Parallel()
 	dbPath := filepath.Join(t.TempDir(), "pacer.db")
 	startPacer(t, dbPath, freeAddr(t))
-	out, err := exec.Command(pacerBinary, "serve", "--db", dbPath, "--listen", freeAddr(t)).CombinedOutput()
+	out, err := exec.Command(pacerBin(t), "serve", "--db", dbPath, "--listen", freeAddr(t)).CombinedOutput()
 	if err == nil {
 		t.Fatalf("second serve succeeded:\n%s", out)
 	}
@@ -343,8 +458,9 @@ func TestSecondServeRefused(t *testing.T) {
 
 // TestServeRefusesPublicAddressWithoutToken checks the loopback rule.
 func TestServeRefusesPublicAddressWithoutToken(t *testing.T) {
+	t.Parallel()
 	dbPath := filepath.Join(t.TempDir(), "pacer.db")
-	out, err := exec.Command(pacerBinary, "serve", "--db", dbPath, "--listen", "0.0.0.0:0").CombinedOutput()
+	out, err := exec.Command(pacerBin(t), "serve", "--db", dbPath, "--listen", "0.0.0.0:0").CombinedOutput()
 	if err == nil {
 		t.Fatalf("serve on 0.0.0.0 without a token succeeded:\n%s", out)
 	}

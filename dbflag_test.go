@@ -21,6 +21,7 @@ import (
 // with one line and a non-zero exit, and creates neither the database nor
 // a key file for it.
 func TestCommandsNeverInventDatabase(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "mistyped.db")
@@ -116,6 +117,7 @@ func journalMode(t *testing.T, path string) string {
 // A --db that is another application's SQLite file is refused by every
 // command, serve included, and gets no pacer table.
 func TestCommandsRefuseForeignDatabase(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for i, name := range []string{"NoVersion", "VersionOne", "OtherVersion"} {
 		t.Run(name, func(t *testing.T) {
@@ -131,7 +133,7 @@ func TestCommandsRefuseForeignDatabase(t *testing.T) {
 			}
 			sctx, cancel := context.WithTimeout(ctx, 15*time.Second) // a serve that starts is stopped
 			defer cancel()
-			out, err := exec.CommandContext(sctx, pacerBinary, "serve", "--db", path, "--listen", freeAddr(t)).CombinedOutput()
+			out, err := exec.CommandContext(sctx, pacerBin(t), "serve", "--db", path, "--listen", freeAddr(t)).CombinedOutput()
 			var exit *exec.ExitError
 			if !errors.As(err, &exit) || !strings.Contains(string(out), "is not a pacer database") {
 				t.Errorf("serve on another application's database: %v\n%s", err, out)
@@ -152,6 +154,7 @@ func TestCommandsRefuseForeignDatabase(t *testing.T) {
 // A command given a link to the database uses the key beside the database
 // file itself: it makes no second key beside the link.
 func TestKeyFileFollowsTheDatabaseFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	real := filepath.Join(dir, "pacer.db")
 	key, created, err := db.LoadOrCreateKeyFile(real + ".key")

@@ -10,6 +10,7 @@ import (
 )
 
 func TestDebugServerServesProfilesOnLoopbackOnly(t *testing.T) {
+	t.Parallel()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if _, err := startDebugServer("0.0.0.0:0", logger); err == nil || !strings.Contains(err.Error(), "loopback") {
 		t.Fatalf("startDebugServer on 0.0.0.0 = %v, want a refusal naming loopback", err)

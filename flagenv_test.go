@@ -10,6 +10,7 @@ import (
 // Every flag of every command has a PACER_ environment variable (design
 // §9); a flag of a type withEnvVars does not know fails here.
 func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {
+	t.Parallel()
 	var walk func(path string, cmds []*cli.Command)
 	walk = func(path string, cmds []*cli.Command) {
 		for _, c := range cmds {

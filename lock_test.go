@@ -16,6 +16,7 @@ import (
 // spelling of its name, and after the lock file of older releases was
 // deleted.
 func TestSecondServeRefusedUnderAnyName(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	dbPath := filepath.Join(dir, "pacer.db")
 	startPacer(t, dbPath, freeAddr(t))
@@ -51,7 +52,7 @@ func TestSecondServeRefusedUnderAnyName(t *testing.T) {
 			// A serve that does start is stopped after a while (and fails the test).
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, pacerBinary, "serve", "--db", tc.db, "--listen", freeAddr(t))
+			cmd := exec.CommandContext(ctx, pacerBin(t), "serve", "--db", tc.db, "--listen", freeAddr(t))
 			cmd.Env, cmd.Dir = envWithoutPacer(), tc.cwd
 			out, err := cmd.CombinedOutput()
 			var exit *exec.ExitError

@@ -21,17 +21,26 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newApp().RunContext(ctx, os.Args)
 	stop()
-	if err != nil {
-		var exit cli.ExitCoder
-		if errors.As(err, &exit) {
-			if msg := exit.Error(); msg != "" {
-				fmt.Fprintln(os.Stderr, "pacer:", msg)
-			}
-			os.Exit(exit.ExitCode())
+	if code, msg := exitStatus(err); code != 0 {
+		if msg != "" {
+			fmt.Fprintln(os.Stderr, "pacer:", msg)
 		}
-		fmt.Fprintln(os.Stderr, "pacer:", err)
-		os.Exit(1)
+		os.Exit(code)
 	}
+}
+
+// exitStatus is the exit code of a command that returned err, and the one
+// line to print: a cli.ExitCoder's own code, 1 for any other error, 0 for
+// none.
+func exitStatus(err error) (code int, msg string) {
+	if err == nil {
+		return 0, ""
+	}
+	var exit cli.ExitCoder
+	if errors.As(err, &exit) {
+		return exit.ExitCode(), exit.Error()
+	}
+	return 1, err.Error()
 }
 
 // newApp lists pacer's commands.

@@ -16,6 +16,7 @@ import (
 // that a request net/http refuses before any handler (an invalid escape
 // in the path) is still answered with a problem document.
 func TestServeAnswersMalformedPathsWithProblems(t *testing.T) {
+	t.Parallel()
 	addr := freeAddr(t)
 	startPacer(t, filepath.Join(t.TempDir(), "pacer.db"), addr)
 	c, err := net.Dial("tcp", addr)

@@ -22,6 +22,7 @@ import (
 // the claim loop has not turned for too long; ready again after a pass;
 // 503 once the database is unusable.
 func TestReadyzFailureModes(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewMock()
 	clk.Set(time.Date(2026, 9, 11, 2, 0, 0, 0, time.UTC))
 	store, err := db.Open(filepath.Join(t.TempDir(), "pacer.db"), db.Options{Key: []byte("0123456789abcdef0123456789abcdef")})
@@ -29,12 +30,12 @@ func TestReadyzFailureModes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	policy := scheduler.DefaultPolicy()
-	engine, err := scheduler.NewEngine(store, clk, policy, scheduler.EngineConfig{PollInterval: 5 * time.Second})
+	sched, err := scheduler.New(store, clk, scheduler.Config{Engine: scheduler.EngineConfig{PollInterval: 5 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := httpapi.New(httpapi.Config{Service: scheduler.NewService(store, clk, policy, nil), Ready: readiness(store, engine, clk.Now)})
+	engine := sched.Engine
+	api, err := httpapi.New(httpapi.Config{Service: sched.Service, Ready: readiness(store, engine, clk.Now)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,6 +92,7 @@ func TestReadyzFailureModes(t *testing.T) {
 }
 
 func TestReadinessSaysWhy(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 9, 11, 2, 0, 0, 0, time.UTC)
 	check := readiness(fakePinger{}, fakeLoop{}, func() time.Time { return now })
 	if err := check(context.Background()); err != nil {

@@ -17,6 +17,7 @@ import (
 // pacer (so never sees the credentials), and the failure names where it
 // pointed.
 func TestRedirectsEndToEnd(t *testing.T) {
+	t.Parallel()
 	type seen struct{ method, path, key, auth, body string }
 	var mu sync.Mutex
 	var got []seen

@@ -10,6 +10,7 @@ import (
 
 // --result-limit takes bytes or KiB/MiB within 1 KiB..64 MiB (design §12).
 func TestParseResultLimit(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]int{"1MiB": 1 << 20, "512KiB": 512 << 10, "4096": 4096, " 2 MiB ": 2 << 20, "64MiB": 64 << 20, "1KiB": 1024} {
 		if got, err := parseResultLimit(in); err != nil || got != want {
 			t.Errorf("parseResultLimit(%q): got %d, %v, want %d", in, got, err, want)
@@ -26,6 +27,7 @@ func TestParseResultLimit(t *testing.T) {
 // PACER_RESULT_LIMIT, with one line and exit code 2, before it touches the
 // database.
 func TestServeRefusesBadResultLimit(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	dbPath := filepath.Join(dir, "pacer.db")
 	for _, c := range []struct{ flag, env string }{{flag: "0"}, {flag: "-5"}, {flag: "100GiB"}, {env: "0"}, {env: "999MiB"}} {
@@ -33,7 +35,7 @@ func TestServeRefusesBadResultLimit(t *testing.T) {
 		if c.flag != "" {
 			args = append(args, "--result-limit="+c.flag)
 		}
-		cmd := exec.Command(pacerBinary, args...)
+		cmd := exec.Command(pacerBin(t), args...)
 		cmd.Env = append(os.Environ(), "PACER_RESULT_LIMIT="+c.env)
 		if c.env == "" {
 			cmd.Env = os.Environ()

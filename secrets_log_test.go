@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -21,6 +18,7 @@ import (
 // back by a provider in successful, refused and failed answers. None may
 // appear anywhere in the logs.
 func TestNoSecretsInLogs(t *testing.T) {
+	t.Parallel()
 	const apiToken = "api-SECRET-token-4711"
 	secrets := []string{apiToken, "wrong-SECRET-guess", "cred-SECRET-bearer", "cred-SECRET-header", "cred-SECRET-pass",
 		base64.StdEncoding.EncodeToString([]byte("user:cred-SECRET-pass"))}
@@ -37,25 +35,12 @@ func TestNoSecretsInLogs(t *testing.T) {
 		fmt.Fprint(w, echo)
 	}))
 	defer provider.Close()
-	p := startPacer(t, filepath.Join(t.TempDir(), "pacer.db"), freeAddr(t), "--api-token", apiToken)
+	p := startPacerBinary(t, filepath.Join(t.TempDir(), "pacer.db"), freeAddr(t), "--api-token", apiToken)
 
 	call := func(token, method, path string, body any) int {
 		t.Helper()
-		var rd io.Reader
-		if body != nil {
-			b, _ := json.Marshal(body)
-			rd = bytes.NewReader(b)
-		}
-		req, _ := http.NewRequest(method, p.base+path, rd)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
+		st, _ := p.callAs(t, token, method, path, body)
+		return st
 	}
 	scopes := map[string]map[string]any{
 		"bearer": {"type": "bearer", "token": "cred-SECRET-bearer"},
@@ -85,20 +70,12 @@ func TestNoSecretsInLogs(t *testing.T) {
 	for _, name := range []string{"bearer", "header", "basic"} {
 		for _, suffix := range []string{"-ok", "-bad", "-unsure"} {
 			for {
-				req, _ := http.NewRequest("GET", p.base+"/v1/operations/"+name+suffix, nil)
-				req.Header.Set("Authorization", "Bearer "+apiToken)
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var op struct{ State string }
-				json.NewDecoder(resp.Body).Decode(&op)
-				resp.Body.Close()
-				if op.State == "succeeded" || op.State == "failed" || op.State == "held" {
+				_, op := p.callAs(t, apiToken, "GET", "/v1/operations/"+name+suffix, nil)
+				if op["state"] == "succeeded" || op["state"] == "failed" || op["state"] == "held" {
 					break
 				}
 				if time.Now().After(deadline) {
-					t.Fatalf("%s%s still %s", name, suffix, op.State)
+					t.Fatalf("%s%s still %v", name, suffix, op["state"])
 				}
 				time.Sleep(20 * time.Millisecond)
 			}

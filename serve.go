@@ -1,24 +1,18 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/benbjohnson/clock"
 	"github.com/urfave/cli/v2"
 
 	"pacer/db"
-	"pacer/httpapi"
-	"pacer/metrics"
 	"pacer/scheduler"
 )
 
@@ -50,15 +44,12 @@ func dbFlag() cli.Flag {
 	return &cli.StringFlag{Name: "db", Value: "./pacer.db", EnvVars: []string{"PACER_DB"}, Usage: "SQLite database file"}
 }
 
-// runServe wires the store, engine and API, and runs them until a signal.
+// runServe maps serve's flags onto a ServeConfig and runs Main until a
+// signal.
 func runServe(c *cli.Context) error {
-	logger, err := newLogger(c.String("log-level"))
+	logger, err := newLogger(c.App.ErrWriter, c.String("log-level"))
 	if err != nil {
 		return cli.Exit(err.Error(), 2)
-	}
-	listen, token := c.String("listen"), c.String("api-token")
-	if token == "" && !loopback(listen) {
-		return cli.Exit(fmt.Sprintf("refusing to listen on %s without --api-token (PACER_API_TOKEN): without a token only loopback addresses are allowed", listen), 2)
 	}
 	retention := c.Duration("retention")
 	if retention != 0 && retention < scheduler.MinRetention {
@@ -68,156 +59,42 @@ func runServe(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit(err.Error(), 2)
 	}
-	dbPath := c.String("db")
-	if c.Bool("demo") {
-		path, cleanup, err := demoDatabase(c)
-		if err != nil {
-			return cli.Exit(err.Error(), 1)
-		}
-		defer cleanup()
-		dbPath = path
+	cfg := ServeConfig{
+		DBPath: c.String("db"), Listen: c.String("listen"), Token: c.String("api-token"),
+		SecretKey: c.String("secret-key"), KeyFile: c.String("secret-key-file"),
+		Scheduler: scheduler.Config{
+			Engine: scheduler.EngineConfig{
+				Workers:        c.Int("workers"),
+				LeaseDuration:  c.Duration("lease"),
+				RequestTimeout: c.Duration("request-timeout"),
+				ShutdownGrace:  c.Duration("shutdown-grace"),
+				ResultLimit:    resultLimit,
+			},
+			Pruner: scheduler.PrunerConfig{Retention: retention, KeepForever: retention == 0},
+		},
+		DebugListen: c.String("debug-listen"),
+		Demo:        c.Bool("demo"), DemoForce: c.Bool("demo-force"),
+		Logger: logger,
 	}
-	lock, err := db.Lock(dbPath)
-	if err != nil {
-		return cli.Exit(err.Error(), 3)
+	if cfg.Demo && !c.IsSet("db") {
+		cfg.DBPath = "" // a throwaway database
 	}
-	defer lock.Release()
-
-	if err := db.RefuseForeign(dbPath); err != nil { // before a key file is made beside it
-		return cli.Exit(err.Error(), 1)
-	}
-	key, err := loadKey(c, dbPath, logger)
-	if err != nil {
-		return cli.Exit(err.Error(), 2)
-	}
-	store, err := db.Open(dbPath, db.Options{Key: key})
-	if err != nil {
-		return cli.Exit(err.Error(), 1)
-	}
-	defer store.Close()
-	clk := clock.New()
-	if err := store.Writable(c.Context, clk.Now()); err != nil {
-		return cli.Exit(fmt.Sprintf("database %s does not accept writes (%v): check the file's owner and mode and the disk's free space", dbPath, err), 1)
-	}
-	if c.Bool("demo") {
-		if err := refuseDemoOnRealData(c.Context, store, dbPath, c.Bool("demo-force")); err != nil {
-			return cli.Exit(err.Error(), 2)
-		}
-	}
-
-	var engine *scheduler.Engine
-	meter, err := metrics.New(metrics.Config{Counts: store, Clock: clk, InFlight: func() int { return engine.InFlight() }, Version: version, Logger: logger})
-	if err != nil {
+	m := NewMain(cfg)
+	defer m.Close()
+	if err := m.Open(c.Context); err != nil {
 		return err
 	}
-	policy := scheduler.DefaultPolicy()
-	engine, err = scheduler.NewEngine(store, clk, policy, scheduler.EngineConfig{
-		Workers:        c.Int("workers"),
-		LeaseDuration:  c.Duration("lease"),
-		RequestTimeout: c.Duration("request-timeout"),
-		ShutdownGrace:  c.Duration("shutdown-grace"),
-		ResultLimit:    resultLimit,
-		Logger:         logger,
-		UserAgent:      "pacer/" + version,
-		Observer:       meter,
-	})
-	if err != nil {
-		return cli.Exit(err.Error(), 2)
-	}
-	ctx := c.Context
-	if n, err := engine.Recover(ctx); err != nil {
-		return err // the engine names it: "recover leases: …"
-	} else if n > 0 {
-		logger.Warn("recovered leases left by an earlier process", "count", n)
-	}
-	service := scheduler.NewService(store, clk, policy, engine.Wake)
-	engine.NotifyChanges(service.Notifier()) // claims and completions wake GET /v1/changes
-	api, err := httpapi.New(httpapi.Config{Service: service, Token: token, Logger: logger,
-		Ready: readiness(store, engine, clk.Now), Metrics: meter.Handler(),
-		Users: store}) // staff accounts of the support page (/ui): pacer users add
-	if err != nil {
-		return err
-	}
-	var pruner *scheduler.Pruner
-	if retention > 0 {
-		if pruner, err = scheduler.NewPruner(store, clk, scheduler.PrunerConfig{Retention: retention, Logger: logger}); err != nil {
-			return cli.Exit(err.Error(), 2)
-		}
-	}
-	if addr := c.String("debug-listen"); addr != "" {
-		stopDebug, err := startDebugServer(addr, logger)
-		if err != nil {
-			return cli.Exit(err.Error(), 2)
-		}
-		defer stopDebug()
-	}
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		return cli.Exit(fmt.Sprintf("listen on %s: %v", listen, err), 1)
-	}
-	ln = httpapi.ProblemListener(ln) // net/http's own 400s are problems too
-	stopDemo, closeDemo := func() {}, func() {}
-	if c.Bool("demo") {
-		if stopDemo, closeDemo, err = startDemo(ctx, service, clk, logger, "http://"+ln.Addr().String()); err != nil {
-			ln.Close()
-			return cli.Exit(fmt.Sprintf("start the demo: %v", err), 1)
-		}
-	}
-	defer closeDemo() // after the engine has drained: requests may be in flight to it
-	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
-	srv.RegisterOnShutdown(service.Notifier().Close) // long-polls answer at once instead of holding up shutdown
-	logger.Info("pacer serving", "listen", ln.Addr().String(), "db", dbPath, "version", version, "auth", token != "")
-
-	engineCtx, stopEngine := context.WithCancel(context.Background())
-	engineDone := make(chan error, 1)
-	go func() { engineDone <- engine.Run(engineCtx) }()
-	httpDone := make(chan error, 1)
-	go func() { httpDone <- srv.Serve(ln) }()
-	checkpointsDone := make(chan struct{})
-	go func() { runCheckpoints(engineCtx, store, clk, checkpointInterval, logger); close(checkpointsDone) }()
-	pruneDone := make(chan error, 1)
-	if pruner != nil {
-		go func() { pruneDone <- pruner.Run(engineCtx) }()
-	} else {
-		logger.Info("retention off: finished operations are kept forever")
-		pruneDone <- nil
-	}
-
-	select {
-	case <-ctx.Done():
-		logger.Info("shutting down")
-	case err := <-httpDone:
-		stopDemo()
-		stopEngine()
-		<-engineDone
-		<-pruneDone
-		<-checkpointsDone
-		return fmt.Errorf("http server: %w", err)
-	}
-	stopDemo()
-	// Order: stop taking requests, then drain the engine, then close the store.
-	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		logger.Warn("http shutdown", "err", err)
-	}
-	stopEngine()
-	if err := <-engineDone; err != nil {
-		logger.Warn("engine shutdown", "err", err)
-	}
-	<-pruneDone
-	<-checkpointsDone
-	logger.Info("stopped")
-	return nil
+	return m.Run(c.Context)
 }
 
-// loadKey finds the credentials key: --secret-key, --secret-key-file, or a
-// key file beside the database, created on first start.
-func loadKey(c *cli.Context, dbPath string, logger *slog.Logger) ([]byte, error) {
-	if k := c.String("secret-key"); k != "" {
-		return db.ParseKey(k)
+// loadKey finds the credentials key: secret (--secret-key), the file
+// keyFile (--secret-key-file), or a key file beside the database, created
+// on first start.
+func loadKey(secret, keyFile, dbPath string, logger *slog.Logger) ([]byte, error) {
+	if secret != "" {
+		return db.ParseKey(secret)
 	}
-	path := c.String("secret-key-file")
+	path := keyFile
 	if path == "" {
 		path = defaultKeyPath(dbPath)
 	}
@@ -261,17 +138,20 @@ func loopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// newLogger returns a slog logger: text on a terminal, JSON otherwise.
-func newLogger(level string) (*slog.Logger, error) {
+// newLogger returns a slog logger writing to w (standard error): text on
+// a terminal, JSON otherwise.
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level: %q is not debug, info, warn or error", level)
 	}
 	opts := &slog.HandlerOptions{Level: l}
-	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	if f, ok := w.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			return slog.New(slog.NewTextHandler(w, opts)), nil
+		}
 	}
-	return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	return slog.New(slog.NewJSONHandler(w, opts)), nil
 }
 
 // parseResultLimit reads --result-limit: a number of bytes, or one of KiB

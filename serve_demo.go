@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -26,20 +24,6 @@ func demoFlags() []cli.Flag {
 	}
 }
 
-// demoDatabase returns the database a --demo serve uses: --db (or
-// PACER_DB) when given, else a new database in a temporary directory that
-// cleanup removes.
-func demoDatabase(c *cli.Context) (path string, cleanup func(), err error) {
-	if c.IsSet("db") {
-		return c.String("db"), func() {}, nil
-	}
-	dir, err := os.MkdirTemp("", "pacer-demo-")
-	if err != nil {
-		return "", nil, fmt.Errorf("create the demo database directory: %w", err)
-	}
-	return filepath.Join(dir, "pacer.db"), func() { os.RemoveAll(dir) }, nil
-}
-
 // refuseDemoOnRealData keeps the demo out of a database in use: it fails
 // when the database already has scopes, unless force.
 func refuseDemoOnRealData(ctx context.Context, store scheduler.Store, path string, force bool) error {
@@ -56,18 +40,24 @@ func refuseDemoOnRealData(ctx context.Context, store scheduler.Store, path strin
 	return nil
 }
 
+// demoRun is a running demo: its simulated provider and its traffic.
+type demoRun struct {
+	stopTraffic func()
+	prov        *demo.Provider
+	logger      *slog.Logger
+}
+
 // startDemo starts the simulated provider, seeds the demo and starts its
-// traffic. stop ends the traffic at once; closeProvider stops the
-// provider (after the engine has drained, as requests may be in flight).
-func startDemo(ctx context.Context, svc *scheduler.Service, clk clock.Clock, logger *slog.Logger, base string) (stop, closeProvider func(), err error) {
+// traffic.
+func startDemo(ctx context.Context, svc *scheduler.Service, clk clock.Clock, logger *slog.Logger, base string) (*demoRun, error) {
 	prov, err := demo.Start(clk)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	seeded, err := demo.Seed(ctx, svc, prov.URL())
 	if err != nil {
 		prov.Close()
-		return nil, nil, err
+		return nil, err
 	}
 	trafficCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -78,11 +68,20 @@ func startDemo(ctx context.Context, svc *scheduler.Service, clk clock.Clock, log
 	logger.Info("demo running: a simulated provider on loopback, demo scopes and operations; watch them change over the next minute",
 		"provider", prov.URL(), "scopes", len(seeded.Scopes), "operations", seeded.Operations,
 		"try", base+"/v1/operations?state=held", "metrics", base+"/metrics")
-	stop = func() { cancel(); <-done }
-	closeProvider = func() {
-		if err := prov.Close(); err != nil {
-			logger.Warn("demo provider shutdown", "err", err)
-		}
+	return &demoRun{stopTraffic: func() { cancel(); <-done }, prov: prov, logger: logger}, nil
+}
+
+// stop ends the traffic at once; a nil demoRun (no demo) does nothing.
+func (d *demoRun) stop() {
+	if d != nil {
+		d.stopTraffic()
 	}
-	return stop, closeProvider, nil
+}
+
+// closeProvider stops the simulated provider: after the engine has
+// drained, as requests may be in flight to it.
+func (d *demoRun) closeProvider() {
+	if err := d.prov.Close(); err != nil {
+		d.logger.Warn("demo provider shutdown", "err", err)
+	}
 }

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -40,6 +39,7 @@ func startDemoServe(t *testing.T, addr string, args ...string) *pacerProc {
 // database, the demo scopes, and held operations within seconds; the
 // database is gone after a clean stop.
 func TestServeDemo(t *testing.T) {
+	t.Parallel()
 	p := startDemoServe(t, freeAddr(t))
 	var ops struct {
 		Operations []struct {
@@ -79,13 +79,10 @@ func TestServeDemo(t *testing.T) {
 		t.Errorf("demo attempts not in /metrics:\n%s", metrics.String())
 	}
 
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Wait(); err != nil {
+	if err := p.shutdown(); err != nil {
 		t.Fatalf("pacer --demo exit: %v", err)
 	}
-	dbPath := loggedDB(t, p.logs.String()) // the buffer is complete once the process is gone
+	dbPath := loggedDB(t, p.logs.String()) // the buffer is complete once serve has returned
 	if !strings.Contains(dbPath, "pacer-demo-") {
 		t.Errorf("demo database %q is not a throwaway one", dbPath)
 	}
@@ -97,15 +94,13 @@ func TestServeDemo(t *testing.T) {
 // TestServeDemoRefusesRealDatabase: --demo on a database that has scopes
 // is refused unless --demo-force.
 func TestServeDemoRefusesRealDatabase(t *testing.T) {
+	t.Parallel()
 	dbPath := filepath.Join(t.TempDir(), "pacer.db")
 	p := startPacer(t, dbPath, freeAddr(t))
 	putScope(t, p, "customer-a", "https://api.example.com", "")
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	_ = p.cmd.Wait()
+	_ = p.shutdown()
 
-	cmd := exec.Command(pacerBinary, "serve", "--demo", "--db", dbPath, "--listen", freeAddr(t))
+	cmd := exec.Command(pacerBin(t), "serve", "--demo", "--db", dbPath, "--listen", freeAddr(t))
 	cmd.Env = envWithoutPacer()
 	out, err := cmd.CombinedOutput()
 	exit, ok := err.(*exec.ExitError)

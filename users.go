@@ -69,7 +69,7 @@ func openUsersDB(c *cli.Context) (*db.DB, error) {
 		return nil, cli.Exit(errLine(err), 1)
 	}
 	logger := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	key, err := loadKey(c, path, logger)
+	key, err := loadKey(c.String("secret-key"), c.String("secret-key-file"), path, logger)
 	if err != nil {
 		return nil, cli.Exit(errLine(err), 2)
 	}

@@ -10,6 +10,7 @@ import (
 )
 
 func TestCLIUsers(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "pacer.db")
 	const password = "a long staff password"

@@ -43,6 +43,7 @@ func asUnprivileged(t *testing.T, cmd *exec.Cmd, dir string) {
 // write refuses to start with one clear line, where it would otherwise
 // start and fail every write. The same file made writable starts.
 func TestServeRefusesUnwritableDatabase(t *testing.T) {
+	t.Parallel()
 	dir, err := os.MkdirTemp("", "pacer-readonly-")
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +53,7 @@ func TestServeRefusesUnwritableDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, "pacer")
-	copyFile(t, pacerBinary, bin, 0o755)
+	copyFile(t, pacerBin(t), bin, 0o755)
 	path := filepath.Join(dir, "pacer.db")
 	store, err := db.Open(path, db.Options{Key: bytes.Repeat([]byte{7}, 32)})
 	if err != nil {

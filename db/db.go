@@ -60,8 +60,9 @@ type DB struct {
 	read  *sql.DB // query-only pool
 	ckpt  *sql.DB // one connection for Checkpoint
 	aead  cipher.AEAD
-	// health is whether the writer's writes succeed (see Writable).
-	health *writeHealth
+	// writer is what the writer's connection reports to: whether its
+	// writes succeed (Writable) and its commits (OnCommit).
+	writer *writerHooks
 
 	// claimCommitting, when set (by tests), is called with the claims and
 	// the connection's PRAGMA synchronous just before a claim commits.
@@ -87,10 +88,17 @@ const (
 // Checkpoint keeps the WAL well below it.
 const WALSafetyNetPages = 16384
 
+// writerHooks are what the writer's connection reports to.
+type writerHooks struct {
+	health  writeHealth
+	commits commitHooks
+}
+
 // connect opens a pool on the SQLite file at path with the per-connection
 // pragmas of role, set in the DSN so that every connection the pool opens
-// gets them. It is the only place that opens SQLite.
-func connect(path string, role connRole, health ...*writeHealth) (*sql.DB, error) {
+// gets them; writer is nil except for roleWriter. It is the only place
+// that opens SQLite.
+func connect(path string, role connRole, writer *writerHooks) (*sql.DB, error) {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
@@ -116,10 +124,7 @@ func connect(path string, role connRole, health ...*writeHealth) (*sql.DB, error
 	// The path goes through URL escaping so '?', '#' and '%' in a file name
 	// cannot be read as URI syntax.
 	u := url.URL{Scheme: "file", Opaque: (&url.URL{Path: path}).EscapedPath(), RawQuery: q.Encode()}
-	conn := cachingConnector{dsn: u.String(), driver: &sqlite.Driver{}}
-	if len(health) > 0 {
-		conn.health = health[0]
-	}
+	conn := cachingConnector{dsn: u.String(), driver: &sqlite.Driver{}, writer: writer}
 	pool := sql.OpenDB(conn)
 	switch role {
 	case roleWriter, roleBackup, roleCheckpoint:
@@ -159,8 +164,8 @@ func Open(path string, opts Options) (*DB, error) {
 		readConns = DefaultReadConns
 	}
 
-	db := &DB{path: abs, aead: aead, health: &writeHealth{}}
-	if db.write, err = connect(abs, roleWriter, db.health); err != nil {
+	db := &DB{path: abs, aead: aead, writer: &writerHooks{}}
+	if db.write, err = connect(abs, roleWriter, db.writer); err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	ctx := context.Background()
@@ -172,7 +177,7 @@ func Open(path string, opts Options) (*DB, error) {
 		db.write.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	if db.read, err = connect(abs, roleReader); err != nil {
+	if db.read, err = connect(abs, roleReader, nil); err != nil {
 		db.write.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
@@ -182,7 +187,7 @@ func Open(path string, opts Options) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	if db.ckpt, err = connect(abs, roleCheckpoint); err != nil {
+	if db.ckpt, err = connect(abs, roleCheckpoint, nil); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
@@ -332,7 +337,7 @@ func (db *DB) Backup(ctx context.Context, to string) error {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("back up to %s: %w", to, err)
 	}
-	conn, err := connect(db.path, roleBackup)
+	conn, err := connect(db.path, roleBackup, nil)
 	if err != nil {
 		return fmt.Errorf("back up to %s: %w", to, err)
 	}

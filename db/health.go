@@ -80,7 +80,7 @@ const maxProbePages = 256
 // marked (and then needs the file to grow), and otherwise once every
 // ProbeEvery (on the times given).
 func (db *DB) Writable(ctx context.Context, now time.Time) error {
-	h := db.health
+	h := &db.writer.health
 	h.mu.Lock()
 	failure, probedAt := h.failure, h.probedAt
 	h.mu.Unlock()
@@ -140,8 +140,17 @@ type checkedTx struct {
 	conn *cachingConn
 }
 
-// Commit implements driver.Tx.
-func (t *checkedTx) Commit() error { return t.conn.check(t.inner.Commit()) }
+// Commit implements driver.Tx. A commit on the writer's connection calls
+// the store's commit hooks (DB.OnCommit) once it succeeded.
+func (t *checkedTx) Commit() error {
+	if err := t.conn.check(t.inner.Commit()); err != nil {
+		return err
+	}
+	if w := t.conn.writer; w != nil {
+		w.commits.committed()
+	}
+	return nil
+}
 
 // Rollback implements driver.Tx.
 func (t *checkedTx) Rollback() error { return t.conn.check(t.inner.Rollback()) }
@@ -150,8 +159,8 @@ func (t *checkedTx) Rollback() error { return t.conn.check(t.inner.Rollback()) }
 // that means the database cannot be written.
 func (c *cachingConn) check(err error) error {
 	err = classify(err)
-	if c.health != nil && errors.Is(err, scheduler.ErrStoreUnavailable) {
-		c.health.failed(err)
+	if c.writer != nil && errors.Is(err, scheduler.ErrStoreUnavailable) {
+		c.writer.health.failed(err)
 	}
 	return err
 }

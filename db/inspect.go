@@ -27,7 +27,7 @@ func openReadOnly(path string, allowNew bool) (*DB, error) {
 	if err := requireFile(abs); err != nil {
 		return nil, err
 	}
-	read, err := connect(abs, roleReader)
+	read, err := connect(abs, roleReader, nil)
 	if err != nil {
 		return nil, err
 	}

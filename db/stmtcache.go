@@ -24,9 +24,9 @@ const StatementCacheSize = 128
 type cachingConnector struct {
 	dsn    string
 	driver *sqlite.Driver
-	// health, when set (the writer's pool), records the failures that say
-	// the database cannot be written.
-	health *writeHealth
+	// writer, when set (the writer's pool), records the failures that say
+	// the database cannot be written, and hears of every commit.
+	writer *writerHooks
 }
 
 // Connect opens one connection.
@@ -40,7 +40,7 @@ func (c cachingConnector) Connect(context.Context) (driver.Conn, error) {
 		conn.Close()
 		return nil, errors.New("open database: the sqlite driver's connection lacks context methods")
 	}
-	return &cachingConn{inner: inner, byText: map[string]*cachedStmt{}, idle: list.New(), health: c.health}, nil
+	return &cachingConn{inner: inner, byText: map[string]*cachedStmt{}, idle: list.New(), writer: c.writer}, nil
 }
 
 // Driver returns the underlying driver.
@@ -75,7 +75,7 @@ type cachingConn struct {
 	byText   map[string]*cachedStmt
 	idle     *list.List   // of *cachedStmt not in use, most recently used first
 	prepared int          // statements SQLite has prepared (compiled) on this connection
-	health   *writeHealth // nil except on the writer
+	writer   *writerHooks // nil except on the writer
 }
 
 // cachedStmt is a prepared statement that a cachingConn lends out: Close

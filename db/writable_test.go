@@ -25,8 +25,11 @@ func TestFullDatabaseAnswers503(t *testing.T) {
 	store, _ := newTestDB(t)
 	clk := clock.NewMock()
 	clk.Set(time.Date(2026, 9, 11, 2, 0, 0, 0, time.UTC))
-	svc := scheduler.NewService(store, clk, scheduler.DefaultPolicy(), nil)
-	api, err := httpapi.New(httpapi.Config{Service: svc, Ready: func(ctx context.Context) error { return store.Writable(ctx, clk.Now()) }})
+	sched, err := scheduler.New(store, clk, scheduler.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := httpapi.New(httpapi.Config{Service: sched.Service, Ready: func(ctx context.Context) error { return store.Writable(ctx, clk.Now()) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +85,7 @@ func TestFullDatabaseAnswers503(t *testing.T) {
 	if err := store.Writable(context.Background(), clk.Now()); !errors.Is(err, scheduler.ErrStoreUnavailable) {
 		t.Fatalf("Writable: %v, want ErrStoreUnavailable", err)
 	}
-	if _, err := svc.GetOperation(context.Background(), "during-1"); !errors.Is(err, scheduler.ErrNotFound) {
+	if _, err := sched.Service.GetOperation(context.Background(), "during-1"); !errors.Is(err, scheduler.ErrNotFound) {
 		t.Fatalf("the refused enqueue left something: %v", err)
 	}
 
@@ -96,7 +99,7 @@ func TestFullDatabaseAnswers503(t *testing.T) {
 		t.Fatalf("enqueue after room was made: %d", resp.StatusCode)
 	}
 	for _, id := range []string{"before-1", "after-1"} {
-		if _, err := svc.GetOperation(context.Background(), id); err != nil {
+		if _, err := sched.Service.GetOperation(context.Background(), id); err != nil {
 			t.Fatalf("%s lost: %v", id, err)
 		}
 	}

@@ -25,12 +25,11 @@ func TestSeedShowsEveryStateWithinAMinute(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	policy := scheduler.DefaultPolicy()
-	engine, err := scheduler.NewEngine(store, clk, policy, scheduler.EngineConfig{Random: func() float64 { return 0.5 }})
+	sched, err := scheduler.New(store, clk, scheduler.Config{Engine: scheduler.EngineConfig{Random: func() float64 { return 0.5 }}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := scheduler.NewService(store, clk, policy, nil)
+	engine, svc := sched.Engine, sched.Service
 	seeded, err := demo.Seed(ctx, svc, prov.URL())
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +108,11 @@ func TestTrafficEnqueuesUntilCanceled(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	svc := scheduler.NewService(store, clk, scheduler.DefaultPolicy(), nil)
+	sched, err := scheduler.New(store, clk, scheduler.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := sched.Service
 	if _, err := demo.Seed(context.Background(), svc, prov.URL()); err != nil {
 		t.Fatal(err)
 	}

@@ -75,12 +75,11 @@ func newAPIEnv(t *testing.T) *apiEnv {
 	t.Cleanup(func() { store.Close() })
 	mock := clock.NewMock()
 	mock.Set(testNow)
-	svc := scheduler.NewService(store, mock, scheduler.DefaultPolicy(), nil)
-	engine, err := scheduler.NewEngine(store, mock, scheduler.DefaultPolicy(), scheduler.EngineConfig{Random: func() float64 { return 0.5 }})
+	sched, err := scheduler.New(store, mock, scheduler.Config{Engine: scheduler.EngineConfig{Random: func() float64 { return 0.5 }}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	engine.NotifyChanges(svc.Notifier())
+	svc, engine := sched.Service, sched.Engine
 	meter, err := metrics.New(metrics.Config{Counts: store, Clock: mock})
 	if err != nil {
 		t.Fatal(err)

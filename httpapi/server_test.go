@@ -68,7 +68,11 @@ func setup(t *testing.T, opts setupOpts) *testBundle {
 	}
 	mock := clock.NewMock()
 	mock.Set(testNow)
-	svc := scheduler.NewService(store, mock, scheduler.DefaultPolicy(), nil)
+	sched, err := scheduler.New(store, mock, scheduler.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := sched.Service
 
 	b := &testBundle{
 		t: t, clock: mock, store: store, svc: svc, logs: &syncBuffer{},

@@ -109,17 +109,17 @@ func TestUI_Browser(t *testing.T) {
 	clk := clock.New()
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	engine, err := scheduler.NewEngine(store, clk, scheduler.DefaultPolicy(), scheduler.EngineConfig{
+	sched, err := scheduler.New(store, clk, scheduler.Config{Engine: scheduler.EngineConfig{
 		Workers: 4, RequestTimeout: 5 * time.Second, LeaseDuration: time.Minute, PollInterval: 200 * time.Millisecond,
 		ShutdownGrace: time.Second, Logger: logger,
-	})
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := scheduler.NewService(store, clk, scheduler.DefaultPolicy(), engine.Wake)
+	svc := sched.Service
 	engineCtx, stopEngine := context.WithCancel(ctx)
 	engineDone := make(chan error, 1)
-	go func() { engineDone <- engine.Run(engineCtx) }()
+	go func() { engineDone <- sched.Run(engineCtx) }()
 	defer func() { stopEngine(); <-engineDone }()
 
 	provider := &fakeProvider{calls: map[string]int{}}

@@ -62,7 +62,11 @@ func setupUI(t *testing.T, opts uiOpts) *uiBundle {
 	}
 	mock := clock.NewMock()
 	mock.Set(testNow)
-	svc := scheduler.NewService(store, mock, scheduler.DefaultPolicy(), nil)
+	sched, err := scheduler.New(store, mock, scheduler.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := sched.Service
 	for _, name := range opts.Users {
 		if err := store.AddUser(context.Background(), db.NewUser{Name: name, Password: uiPassword, Cost: bcrypt.MinCost}, testNow); err != nil {
 			t.Fatalf("add user: %v", err)

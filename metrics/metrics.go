@@ -53,9 +53,6 @@ type Config struct {
 	// Clock is the scheduler's clock (a scope's pause is judged at its
 	// now). Required.
 	Clock clock.Clock
-	// InFlight reports the requests being sent (Engine.InFlight); nil
-	// leaves the gauge out.
-	InFlight func() int
 	// Version is reported by pacer_build_info.
 	Version string
 	// ScrapeTimeout bounds the store query of one scrape (default
@@ -75,6 +72,7 @@ type Metrics struct {
 	lateness        prometheus.Histogram
 	claimDuration   prometheus.Histogram
 	claimed         prometheus.Counter
+	inFlight        prometheus.Gauge
 }
 
 var _ scheduler.Observer = (*Metrics)(nil)
@@ -115,9 +113,12 @@ func New(cfg Config) (*Metrics, error) {
 			Name: "pacer_claimed_operations_total",
 			Help: "Operations leased by the claim loop.",
 		}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pacer_requests_in_flight", Help: "Requests to providers being sent right now.",
+		}),
 	}
 	cs := []prometheus.Collector{
-		m.attempts, m.attemptDuration, m.lateness, m.claimDuration, m.claimed,
+		m.attempts, m.attemptDuration, m.lateness, m.claimDuration, m.claimed, m.inFlight,
 		newStateCollector(cfg.Counts, cfg.Clock, cfg.ScrapeTimeout),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "pacer_build_info", Help: "Always 1; the label names the running version.",
@@ -125,12 +126,6 @@ func New(cfg Config) (*Metrics, error) {
 		}, func() float64 { return 1 }),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	}
-	if cfg.InFlight != nil {
-		inFlight := cfg.InFlight
-		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "pacer_requests_in_flight", Help: "Requests to providers being sent right now.",
-		}, func() float64 { return float64(inFlight()) }))
 	}
 	for _, c := range cs {
 		if err := m.reg.Register(c); err != nil {
@@ -168,6 +163,9 @@ func (m *Metrics) ObserveAttempt(provider string, class providers.Class, took ti
 	m.attempts.WithLabelValues(provider, string(class)).Inc()
 	m.attemptDuration.Observe(took.Seconds())
 }
+
+// ObserveInFlight implements scheduler.Observer.
+func (m *Metrics) ObserveInFlight(delta int) { m.inFlight.Add(float64(delta)) }
 
 // stateCollector reports the operation and scope gauges from one store
 // query per scrape. Every state and status is reported, zero included, so

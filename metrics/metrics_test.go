@@ -43,16 +43,15 @@ func setup(t *testing.T) *bundle {
 	}
 	t.Cleanup(func() { store.Close() })
 	b := &bundle{clock: clk, store: store}
-	m, err := metrics.New(metrics.Config{Counts: store, Clock: clk, InFlight: func() int { return b.engine.InFlight() }, Version: "test"})
+	m, err := metrics.New(metrics.Config{Counts: store, Clock: clk, Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	policy := scheduler.DefaultPolicy()
-	b.engine, err = scheduler.NewEngine(store, clk, policy, scheduler.EngineConfig{Observer: m, Random: func() float64 { return 0.5 }})
+	sched, err := scheduler.New(store, clk, scheduler.Config{Engine: scheduler.EngineConfig{Observer: m, Random: func() float64 { return 0.5 }}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.svc = scheduler.NewService(store, clk, policy, nil)
+	b.engine, b.svc = sched.Engine, sched.Service
 	srv, err := httpapi.New(httpapi.Config{Service: b.svc, Token: token, Metrics: m.Handler()})
 	if err != nil {
 		t.Fatal(err)

@@ -18,8 +18,9 @@ const (
 	// shortened to it.
 	MaxChangeWait = 60 * time.Second
 	// ChangePollInterval is how often a waiting long-poll looks at the
-	// store even without a notification, so a change committed by a path
-	// that does not notify is still delivered within about this long.
+	// store even without a notification, so a change whose notification
+	// was lost (another process's commit) is still delivered within about
+	// this long.
 	ChangePollInterval = time.Second
 )
 
@@ -173,91 +174,10 @@ func (n *Notifier) Close() {
 	close(n.done)
 }
 
-// notifyingStore is a Store that notifies n after each committed write
-// that may add changes. Methods it does not override (including any added
-// to Store later) pass through silently: the long-poll's periodic look at
-// the store still delivers their changes.
-type notifyingStore struct {
-	Store
-	n *Notifier
-}
-
-// withNotifier returns store wrapped so that its writes notify n.
-func withNotifier(store Store, n *Notifier) Store {
-	if ns, ok := store.(notifyingStore); ok {
-		store = ns.Store
-	}
-	return notifyingStore{Store: store, n: n}
-}
-
-func (s notifyingStore) Enqueue(ctx context.Context, ops []NewOperation, now time.Time) ([]EnqueueResult, error) {
-	res, err := s.Store.Enqueue(ctx, ops, now)
-	if err == nil {
-		s.n.Notify()
-	}
-	return res, err
-}
-
-func (s notifyingStore) ClaimDue(ctx context.Context, p ClaimParams) ([]Claim, error) {
-	cs, err := s.Store.ClaimDue(ctx, p)
-	if len(cs) > 0 {
-		s.n.Notify()
-	}
-	return cs, err
-}
-
-func (s notifyingStore) Complete(ctx context.Context, cs []Completion) ([]bool, error) {
-	applied, err := s.Store.Complete(ctx, cs)
-	if err == nil {
-		s.n.Notify()
-	}
-	return applied, err
-}
-
-func (s notifyingStore) ReleaseOperation(ctx context.Context, id string, at time.Time, act Action) (Operation, error) {
-	op, err := s.Store.ReleaseOperation(ctx, id, at, act)
-	if err == nil {
-		s.n.Notify()
-	}
-	return op, err
-}
-
-func (s notifyingStore) ReleaseUnapplied(ctx context.Context, id string, at time.Time, act Action) (Operation, error) {
-	op, err := s.Store.ReleaseUnapplied(ctx, id, at, act)
-	if err == nil {
-		s.n.Notify()
-	}
-	return op, err
-}
-
-func (s notifyingStore) ResolveOperation(ctx context.Context, id string, succeeded bool, act Action) (Operation, error) {
-	op, err := s.Store.ResolveOperation(ctx, id, succeeded, act)
-	if err == nil {
-		s.n.Notify()
-	}
-	return op, err
-}
-
-func (s notifyingStore) CancelOperation(ctx context.Context, id string, act Action) (Operation, error) {
-	op, err := s.Store.CancelOperation(ctx, id, act)
-	if err == nil {
-		s.n.Notify()
-	}
-	return op, err
-}
-
-// Notifier returns the Notifier the Service's writes signal and its
-// long-polls wait on. Give it to the Engine (Engine.NotifyChanges) so its
-// claims and completions wake long-polls too, and Close it when the HTTP
-// server shuts down so long-polls end.
+// Notifier returns the Notifier the long-polls of Changes wait on: the
+// store signals it after each commit (Store.OnCommit, linked by New). Close
+// it when the HTTP server shuts down so long-polls end.
 func (s *Service) Notifier() *Notifier { return s.changes }
-
-// NotifyChanges makes the engine signal n after each claim, completion
-// and lease recovery it commits. Call it before Run or RunOnce.
-func (e *Engine) NotifyChanges(n *Notifier) {
-	e.store = withNotifier(e.store, n)
-	e.commit.store = e.store
-}
 
 // Changes returns the changes after q.After, oldest first. When there is
 // none it waits up to q.Wait (capped at MaxChangeWait) for one to commit,

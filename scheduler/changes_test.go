@@ -55,7 +55,7 @@ func newFeedHarness(t *testing.T) *feedHarness {
 	clk := clock.NewMock()
 	clk.Set(t0)
 	store := feedStore{DB: d, empty: make(chan struct{}, 1)}
-	return &feedHarness{t: t, clock: clk, store: store, svc: scheduler.NewService(store, clk, scheduler.DefaultPolicy(), nil)}
+	return &feedHarness{t: t, clock: clk, store: store, svc: newScheduler(t, store, clk, scheduler.Config{}).Service}
 }
 
 func (h *feedHarness) scope(name, baseURL string) {
@@ -102,6 +102,18 @@ func receive(t *testing.T, done <-chan pageResult, what string) pageResult {
 		t.Fatalf("%s: the long-poll never returned", what)
 		return pageResult{}
 	}
+}
+
+// newWaitingPoll is a feed harness whose scope a has one operation,
+// op-1, and a long-poll after it (30 s) that is waiting.
+func newWaitingPoll(t *testing.T) (*feedHarness, <-chan pageResult) {
+	t.Helper()
+	h := newFeedHarness(t)
+	h.scope("a", "https://api.example.com")
+	h.enqueue("op-1", "a")
+	done := h.poll(context.Background(), scheduler.ChangeQuery{ChangeFilter: scheduler.ChangeFilter{After: 1}, Wait: 30 * time.Second})
+	h.waitEmptyRead()
+	return h, done
 }
 
 func (h *feedHarness) waitEmptyRead() {
@@ -158,11 +170,7 @@ func TestChangesLongPoll(t *testing.T) {
 	})
 
 	t.Run("ReturnsPromptlyOnANewChange", func(t *testing.T) {
-		h := newFeedHarness(t)
-		h.scope("a", "https://api.example.com")
-		h.enqueue("op-1", "a")
-		done := h.poll(ctx, scheduler.ChangeQuery{ChangeFilter: scheduler.ChangeFilter{After: 1}, Wait: 30 * time.Second})
-		h.waitEmptyRead()
+		h, done := newWaitingPoll(t)
 		h.enqueue("op-2", "a")
 		r := receive(t, done, "after a new change")
 		if r.err != nil || len(r.page.Changes) != 1 || r.page.Changes[0].OperationID != "op-2" || r.page.Next != 2 {
@@ -172,6 +180,35 @@ func TestChangesLongPoll(t *testing.T) {
 			t.Fatalf("the clock moved to %v: the wait did not end by the notification", got)
 		}
 	})
+
+	// Notification comes from the store's commits, not from the writer:
+	// a write through another Scheduler's Service, or straight to the
+	// store, wakes the poll as promptly as the Service's own.
+	for name, write := range map[string]func(h *feedHarness){
+		"AnotherService": func(h *feedHarness) {
+			other := newScheduler(t, h.store, h.clock, scheduler.Config{}).Service
+			if _, err := other.Cancel(ctx, "op-1", "no longer wanted", "test"); err != nil {
+				t.Error(err)
+			}
+		},
+		"TheStoreItself": func(h *feedHarness) {
+			if _, err := h.store.ClaimDue(ctx, scheduler.ClaimParams{Now: t0, Limit: 1, LeaseFor: time.Minute}); err != nil {
+				t.Error(err)
+			}
+		},
+	} {
+		t.Run("ReturnsPromptlyOnACommitBy"+name, func(t *testing.T) {
+			h, done := newWaitingPoll(t)
+			write(h)
+			r := receive(t, done, "after a commit by "+name)
+			if r.err != nil || len(r.page.Changes) != 1 || r.page.Changes[0].OperationID != "op-1" || r.page.Next != 2 {
+				t.Fatalf("page %+v, err %v", r.page, r.err)
+			}
+			if got := h.clock.Now(); !got.Equal(t0) {
+				t.Fatalf("the clock moved to %v: the wait did not end by the notification", got)
+			}
+		})
+	}
 
 	t.Run("ScopeFilterWaitsForItsScope", func(t *testing.T) {
 		h := newFeedHarness(t)
@@ -226,11 +263,7 @@ func TestChangesLongPoll(t *testing.T) {
 	})
 
 	t.Run("EndsWhenTheNotifierCloses", func(t *testing.T) {
-		h := newFeedHarness(t)
-		h.scope("a", "https://api.example.com")
-		h.enqueue("op-1", "a")
-		done := h.poll(ctx, scheduler.ChangeQuery{ChangeFilter: scheduler.ChangeFilter{After: 1}, Wait: 30 * time.Second})
-		h.waitEmptyRead()
+		h, done := newWaitingPoll(t)
 		h.svc.Notifier().Close()
 		r := receive(t, done, "shutdown")
 		if r.err != nil || len(r.page.Changes) != 0 || r.page.Next != 1 {
@@ -288,11 +321,9 @@ func TestChangesUnderConcurrentWriters(t *testing.T) {
 	t.Cleanup(provider.Close)
 	h.scope("a", provider.URL)
 	h.scope("b", provider.URL)
-	engine, err := scheduler.NewEngine(h.store, h.clock, scheduler.DefaultPolicy(), scheduler.EngineConfig{Workers: 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	engine.NotifyChanges(h.svc.Notifier())
+	// An engine of its own: its commits wake h.svc's long-polls through
+	// the store.
+	engine := newScheduler(t, h.store, h.clock, scheduler.Config{Engine: scheduler.EngineConfig{Workers: 16}}).Engine
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*hangGuard)
 	defer cancel()

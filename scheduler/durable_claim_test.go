@@ -45,10 +45,7 @@ func TestEngineDurableClaims(t *testing.T) {
 		h.enqueue(in)
 	}
 	spy := &durableSpy{Store: h.store, durable: map[string]bool{}}
-	eng, err := scheduler.NewEngine(spy, h.clock, scheduler.DefaultPolicy(), scheduler.EngineConfig{Random: half})
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng := newScheduler(t, spy, h.clock, scheduler.Config{Engine: scheduler.EngineConfig{Random: half}}).Engine
 	if n, err := eng.RunOnce(context.Background()); err != nil || n != 5 {
 		t.Fatalf("claim: %d, %v", n, err)
 	}
@@ -93,10 +90,7 @@ func TestEngineUnsyncedClaimNotSent(t *testing.T) {
 	h.enqueue(scheduler.OperationInput{ID: "post", Scope: "plain", Method: "POST", Path: "/p"})
 	h.enqueue(scheduler.OperationInput{ID: "get", Scope: "plain", Method: "GET", Path: "/g"})
 	store := &unsyncedStore{Store: h.store, fail: true}
-	eng, err := scheduler.NewEngine(store, h.clock, scheduler.DefaultPolicy(), scheduler.EngineConfig{Random: half})
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng := newScheduler(t, store, h.clock, scheduler.Config{Engine: scheduler.EngineConfig{Random: half}}).Engine
 	ctx := context.Background()
 	if n, err := eng.RunOnce(ctx); !errors.Is(err, errUnsynced) || n != 0 {
 		t.Fatalf("RunOnce = %d, %v; want 0 and the sync's error", n, err)

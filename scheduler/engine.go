@@ -182,8 +182,8 @@ type Engine struct {
 	nextExpiry atomic.Int64
 }
 
-// NewEngine returns an engine over store.
-func NewEngine(store Store, clk clock.Clock, policy Policy, cfg EngineConfig) (*Engine, error) {
+// newEngine returns an engine over store (New builds it).
+func newEngine(store Store, clk clock.Clock, policy Policy, cfg EngineConfig) (*Engine, error) {
 	if err := policy.Validate(); err != nil {
 		return nil, err
 	}
@@ -372,6 +372,7 @@ func (e *Engine) runOnce(ctx context.Context) (claimed int, full bool, err error
 			e.cfg.Observer.ObserveDispatch(c.Scope.Provider, max(now.Sub(due), 0))
 		}
 		e.slots <- struct{}{}
+		e.cfg.Observer.ObserveInFlight(1)
 		e.busy.Add(1)
 		e.holdLease(c.Operation)
 		go e.work(c)
@@ -483,6 +484,7 @@ func (e *Engine) work(c Claim) {
 	defer func() {
 		e.dropLease(op)
 		<-e.slots
+		e.cfg.Observer.ObserveInFlight(-1)
 		e.busy.Done()
 		e.Wake()
 	}()

@@ -32,11 +32,8 @@ func BenchmarkEndToEnd(b *testing.B) {
 	defer store.Close()
 	clk := clock.New()
 	policy := scheduler.DefaultPolicy()
-	eng, err := scheduler.NewEngine(store, clk, policy, scheduler.EngineConfig{Workers: 64})
-	if err != nil {
-		b.Fatal(err)
-	}
-	svc := scheduler.NewService(store, clk, policy, eng.Wake)
+	s := newScheduler(b, store, clk, scheduler.Config{Policy: policy, Engine: scheduler.EngineConfig{Workers: 64}})
+	eng, svc := s.Engine, s.Service
 	ctx := context.Background()
 	const scopes = 10
 	for i := range scopes {

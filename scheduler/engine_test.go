@@ -54,12 +54,18 @@ func (h *harness) open() {
 	if cfg.Random == nil {
 		cfg.Random = half
 	}
-	eng, err := scheduler.NewEngine(store, h.clock, scheduler.DefaultPolicy(), cfg)
+	s := newScheduler(h.t, store, h.clock, scheduler.Config{Engine: cfg})
+	h.store, h.engine, h.svc = store, s.Engine, s.Service
+}
+
+// newScheduler is scheduler.New that fails the test on an error.
+func newScheduler(t testing.TB, store scheduler.Store, clk clock.Clock, cfg scheduler.Config) *scheduler.Scheduler {
+	t.Helper()
+	s, err := scheduler.New(store, clk, cfg)
 	if err != nil {
-		h.t.Fatal(err)
+		t.Fatal(err)
 	}
-	h.store, h.engine = store, eng
-	h.svc = scheduler.NewService(store, h.clock, scheduler.DefaultPolicy(), nil)
+	return s
 }
 
 func (h *harness) scope(name, url, idemHeader string, maxConcurrent int) {
@@ -418,10 +424,7 @@ func TestStaleCompletionIsFenced(t *testing.T) {
 
 	// A second engine on the same store takes the lease over (as after a
 	// restart) and runs the operation to success.
-	second, err := scheduler.NewEngine(h.store, h.clock, scheduler.DefaultPolicy(), scheduler.EngineConfig{Random: half})
-	if err != nil {
-		t.Fatal(err)
-	}
+	second := newScheduler(t, h.store, h.clock, scheduler.Config{Engine: scheduler.EngineConfig{Random: half}}).Engine
 	if n, err := second.Recover(context.Background()); err != nil || n != 1 {
 		t.Fatalf("recover: %d %v", n, err)
 	}

@@ -25,6 +25,9 @@ type Observer interface {
 	// ObserveAttempt records one finished attempt: the class of the
 	// provider's answer and how long the request took.
 	ObserveAttempt(provider string, class providers.Class, took time.Duration)
+	// ObserveInFlight records requests being sent starting (delta 1) and
+	// ending (delta -1): their sum is Engine.InFlight.
+	ObserveInFlight(delta int)
 }
 
 // NopObserver is an Observer that records nothing: the engine's default.
@@ -40,3 +43,6 @@ func (NopObserver) ObserveDispatch(string, time.Duration) {}
 
 // ObserveAttempt implements Observer.
 func (NopObserver) ObserveAttempt(string, providers.Class, time.Duration) {}
+
+// ObserveInFlight implements Observer.
+func (NopObserver) ObserveInFlight(int) {}

@@ -141,10 +141,7 @@ func TestRecoveredMutationIsNeverFailed(t *testing.T) {
 	}
 	waitFor(t, func() bool { return len(prov.requests("/v1/refunds")) == 1 })
 
-	second, err := scheduler.NewEngine(h.store, h.clock, scheduler.DefaultPolicy(), scheduler.EngineConfig{Random: half})
-	if err != nil {
-		t.Fatal(err)
-	}
+	second := newScheduler(t, h.store, h.clock, scheduler.Config{Engine: scheduler.EngineConfig{Random: half}}).Engine
 	if n, err := second.Recover(context.Background()); err != nil || n != 1 {
 		t.Fatalf("recover: %d %v", n, err)
 	}

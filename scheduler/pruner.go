@@ -43,6 +43,9 @@ type PrunerConfig struct {
 	Pause time.Duration
 	// Logger receives what was removed and any errors; nil discards.
 	Logger *slog.Logger
+	// KeepForever turns retention off: nothing is removed, Retention is
+	// ignored, and Run only waits for its context to end.
+	KeepForever bool
 }
 
 func (c *PrunerConfig) applyDefaults() error {
@@ -59,6 +62,7 @@ func (c *PrunerConfig) applyDefaults() error {
 		c.Pause = DefaultPrunePause
 	}
 	switch {
+	case c.KeepForever:
 	case c.Retention < MinRetention:
 		return fmt.Errorf("pruner: retention %s is shorter than the minimum %s", c.Retention, MinRetention)
 	case c.BatchSize < 1 || c.BatchSize > 100_000:
@@ -82,8 +86,9 @@ type Pruner struct {
 	log   *slog.Logger
 }
 
-// NewPruner returns a Pruner over store, or an error for an invalid cfg.
-func NewPruner(store Store, clk clock.Clock, cfg PrunerConfig) (*Pruner, error) {
+// newPruner returns a Pruner over store, or an error for an invalid cfg
+// (New builds it).
+func newPruner(store Store, clk clock.Clock, cfg PrunerConfig) (*Pruner, error) {
 	if err := cfg.applyDefaults(); err != nil {
 		return nil, err
 	}
@@ -96,7 +101,11 @@ func (p *Pruner) Retention() time.Duration { return p.cfg.Retention }
 // RunOnce removes one batch of what is older than the retention at the
 // clock's now: at most BatchSize operations and BatchSize changes, in one
 // transaction. Result.More says a batch was full and more may be left.
+// With KeepForever it removes nothing.
 func (p *Pruner) RunOnce(ctx context.Context) (PruneResult, error) {
+	if p.cfg.KeepForever {
+		return PruneResult{}, nil
+	}
 	before := p.clock.Now().UTC().Add(-p.cfg.Retention)
 	return p.store.PruneFinished(ctx, PruneParams{Before: before, Limit: p.cfg.BatchSize})
 }
@@ -104,8 +113,14 @@ func (p *Pruner) RunOnce(ctx context.Context) (PruneResult, error) {
 // Run prunes until ctx ends: batch after batch with Pause between them
 // while batches are full, then a sweep every Interval. Errors are logged
 // and retried with a growing delay (up to Interval); Run never gives up
-// because of one. It returns nil when ctx ends.
+// because of one. It returns nil when ctx ends. With KeepForever it only
+// waits for ctx.
 func (p *Pruner) Run(ctx context.Context) error {
+	if p.cfg.KeepForever {
+		p.log.Info("retention off: finished operations are kept forever")
+		<-ctx.Done()
+		return nil
+	}
 	var (
 		failures int
 		sweep    PruneResult

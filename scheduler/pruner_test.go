@@ -30,11 +30,7 @@ func countRows(t *testing.T, path, table string) int {
 
 func newPruner(t *testing.T, h *harness, cfg scheduler.PrunerConfig) *scheduler.Pruner {
 	t.Helper()
-	p, err := scheduler.NewPruner(h.store, h.clock, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return newScheduler(t, h.store, h.clock, scheduler.Config{Pruner: cfg}).Pruner
 }
 
 func TestPrunerRemovesOnlyOldFinishedOperations(t *testing.T) {
@@ -156,8 +152,8 @@ func TestPrunerConfigValidation(t *testing.T) {
 		{BatchSize: -1},
 		{Interval: -time.Second},
 	} {
-		if _, err := scheduler.NewPruner(h.store, h.clock, cfg); err == nil {
-			t.Errorf("NewPruner(%+v) accepted an invalid config", cfg)
+		if _, err := scheduler.New(h.store, h.clock, scheduler.Config{Pruner: cfg}); err == nil {
+			t.Errorf("New with pruner config %+v accepted an invalid config", cfg)
 		}
 	}
 	p := newPruner(t, h, scheduler.PrunerConfig{})
@@ -318,5 +314,37 @@ func TestPrunerRunStopsWithItsContext(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return after its context ended")
+	}
+}
+
+// KeepForever (serve --retention 0) removes nothing, however old, and its
+// Run only waits for its context.
+func TestPrunerKeepForever(t *testing.T) {
+	ctx := context.Background()
+	h := setup(t, scheduler.EngineConfig{})
+	prov := newProvider(t, h.clock)
+	h.scope("a", prov.URL, "", 4)
+	h.enqueue(scheduler.OperationInput{ID: "ok", Scope: "a", Method: "GET", Path: "/ok"})
+	h.pass()
+	h.wantState("ok", scheduler.StateSucceeded)
+	pr := newPruner(t, h, scheduler.PrunerConfig{KeepForever: true, Retention: time.Second})
+	h.clock.Add(365 * 24 * time.Hour)
+	if res, err := pr.RunOnce(ctx); err != nil || res != (scheduler.PruneResult{}) {
+		t.Fatalf("RunOnce = %+v, %v; want nothing removed", res, err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- pr.Run(runCtx) }()
+	for range 50 {
+		h.clock.Add(time.Hour)
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	h.wantState("ok", scheduler.StateSucceeded)
+	if n := countRows(t, h.path, "changes"); n == 0 {
+		t.Error("the change feed was pruned")
 	}
 }

@@ -153,10 +153,7 @@ func TestLeaseRecoveredLoggedAfterCommit(t *testing.T) {
 		}
 	}}
 	store := finishesWhileListed{Store: h.store, finishing: "finishing"}
-	eng, err := scheduler.NewEngine(store, h.clock, scheduler.DefaultPolicy(), scheduler.EngineConfig{Random: half, Logger: slog.New(log)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	eng := newScheduler(t, store, h.clock, scheduler.Config{Engine: scheduler.EngineConfig{Random: half, Logger: slog.New(log)}}).Engine
 	h.clock.Add(time.Minute)
 	if _, err := eng.RunOnce(context.Background()); err != nil {
 		t.Fatal(err)

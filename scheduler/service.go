@@ -33,17 +33,8 @@ type Service struct {
 	policy Policy
 	// wake is called after anything that may make work due now.
 	wake func()
-	// changes is signaled after writes that add changes (see changes.go).
+	// changes is signaled by the store after each commit (see New).
 	changes *Notifier
-}
-
-// NewService returns a Service over store. wake may be nil.
-func NewService(store Store, clk clock.Clock, policy Policy, wake func()) *Service {
-	if wake == nil {
-		wake = func() {}
-	}
-	changes := NewNotifier()
-	return &Service{store: withNotifier(store, changes), clock: clk, policy: policy, wake: wake, changes: changes}
 }
 
 // Now is the scheduler's clock.

@@ -58,7 +58,11 @@ func newMachine(t *rapid.T, dir string) *machine {
 	m.open()
 	clk := clock.NewMock()
 	clk.Set(t0)
-	svc := scheduler.NewService(m.store, clk, m.policy, nil)
+	s, err := scheduler.New(m.store, clk, scheduler.Config{Policy: m.policy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := s.Service
 	for name, mc := range m.maxConc {
 		idem := ""
 		if name == "keyed" {

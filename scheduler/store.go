@@ -163,6 +163,14 @@ type Store interface {
 	// continue (CheckFeedCursor, judged in the same read as the page) it
 	// returns the *FeedGapError instead.
 	ListChanges(ctx context.Context, f ChangeFilter) ([]Change, error)
+
+	// OnCommit adds fn to the functions the store calls after each write
+	// transaction it commits, once a read can see the commit (none is
+	// called for a transaction rolled back). New links the change feed's
+	// Notifier this way, so every writer's changes wake long-polls. fn is
+	// called on the writing goroutine: it must return at once and must not
+	// call the store.
+	OnCommit(fn func())
 }
 
 // EnqueueResult is the fate of one enqueued operation.

@@ -21,9 +21,6 @@ func (s *Service) ReleaseHeldInScope(ctx context.Context, scope, reason, actor s
 	}
 	if n > 0 {
 		s.wake()
-		if s.changes != nil {
-			s.changes.Notify()
-		}
 	}
 	return n, nil
 }
