@@ -3,7 +3,6 @@ package db
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -169,31 +168,6 @@ func (db *DB) putScope(ctx context.Context, tx *sql.Tx, cfg scheduler.ScopeConfi
 		detail += "; " + strings.Join(notes, "; ")
 	}
 	return false, insertAudit(ctx, tx, auditRow{scope: cfg.Name, action: "putScope", act: act, detail: detail})
-}
-
-// encodeProfileSpec writes a custom scope's declarative profile as JSON;
-// NULL for a scope without one.
-func encodeProfileSpec(spec *providers.Spec) (sql.NullString, error) {
-	if spec == nil {
-		return sql.NullString{}, nil
-	}
-	b, err := json.Marshal(spec)
-	if err != nil {
-		return sql.NullString{}, fmt.Errorf("encode profile spec: %w", err)
-	}
-	return sql.NullString{String: string(b), Valid: true}, nil
-}
-
-// decodeProfileSpec reads what encodeProfileSpec wrote.
-func decodeProfileSpec(v sql.NullString) (*providers.Spec, error) {
-	if !v.Valid {
-		return nil, nil
-	}
-	var spec providers.Spec
-	if err := json.Unmarshal([]byte(v.String), &spec); err != nil {
-		return nil, fmt.Errorf("decode profile spec: %w", err)
-	}
-	return &spec, nil
 }
 
 // limitGroup is the scope's group for shared limits: its own setting, or

@@ -5,7 +5,6 @@ import (
 	"crypto/cipher"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -38,7 +37,7 @@ func newAEAD(key []byte) (cipher.AEAD, error) {
 // additional data, so the blob opens only for that scope. The result is
 // version byte | nonce | ciphertext and tag.
 func (db *DB) sealCredentials(scope string, c scheduler.Credentials) ([]byte, error) {
-	plain, err := json.Marshal(c)
+	plain, err := encodeCredentials(c)
 	if err != nil {
 		return nil, errors.New("seal credentials: cannot encode")
 	}
@@ -79,8 +78,8 @@ func (db *DB) openCredentials(scope string, blob []byte) (scheduler.Credentials,
 		return scheduler.Credentials{}, &CredentialsError{scope, "wrong key or corrupted data (put the scope's credentials again to reseal them)"}
 	}
 	defer clear(plain)
-	var c scheduler.Credentials
-	if err := json.Unmarshal(plain, &c); err != nil {
+	c, err := decodeCredentials(plain)
+	if err != nil {
 		return scheduler.Credentials{}, &CredentialsError{scope, "malformed"}
 	}
 	return c, nil
