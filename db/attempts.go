@@ -3,7 +3,6 @@ package db
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -62,13 +61,10 @@ func listAttempts(ctx context.Context, tx *sql.Tx, id string) ([]scheduler.Attem
 		a.Status = int(status.Int64)
 		a.DecidedState = scheduler.State(decided.String)
 		a.DecidedAt = fromNullMillis(decidedAt)
-		if hint.Valid {
-			a.Hint = new(providers.Hint)
-			if err := json.Unmarshal([]byte(hint.String), a.Hint); err != nil {
-				return nil, fmt.Errorf("attempt %d: stored hint: %w", a.Number, err)
-			}
+		if a.Hint, err = decodeHint(hint); err != nil {
+			return nil, fmt.Errorf("attempt %d: stored hint: %w", a.Number, err)
 		}
-		if a.Response, err = resultOf(response); err != nil {
+		if a.Response, err = decodeResult(response); err != nil {
 			return nil, fmt.Errorf("attempt %d: stored response: %w", a.Number, err)
 		}
 		out = append(out, a)

@@ -446,7 +446,9 @@ const claimedColumns = `id, scope_id, operation_id, '', '', kind, method, path,
 	deadline, max_attempts, max_elapsed_ms, result, lease_token, lease_expires_at,
 	first_sent_at, content_hash, maybe_applied, NULL`
 
-// withScopes pairs operations with their scopes, reading each scope once.
+// withScopes pairs operations with their scopes, reading each scope once:
+// the claims' scopes, the only ones the store returns with their
+// credentials' values (withSecrets).
 func (db *DB) withScopes(ctx context.Context, tx *sql.Tx, ops []opRow) ([]scheduler.Claim, error) {
 	scopes := map[int64]scheduler.Scope{}
 	claims := make([]scheduler.Claim, 0, len(ops))
@@ -457,7 +459,7 @@ func (db *DB) withScopes(ctx context.Context, tx *sql.Tx, ops []opRow) ([]schedu
 			if err != nil {
 				return nil, err
 			}
-			s = sr.Scope
+			s = sr.withSecrets()
 			scopes[r.scopeID] = s
 		}
 		r.Operation.Scope, r.Operation.Provider = s.Name, s.Provider
@@ -467,8 +469,9 @@ func (db *DB) withScopes(ctx context.Context, tx *sql.Tx, ops []opRow) ([]schedu
 }
 
 // ListRunning returns running operations whose lease expires at or before
-// expiredBy (all of them when expiredBy is zero), with their scopes, oldest
-// lease first, at most limit (no bound when limit <= 0).
+// expiredBy (all of them when expiredBy is zero), with their scopes and
+// their credentials' values, as ClaimDue's claims, oldest lease first, at
+// most limit (no bound when limit <= 0).
 func (db *DB) ListRunning(ctx context.Context, expiredBy time.Time, limit int) ([]scheduler.Claim, error) {
 	tx, err := db.beginRead(ctx)
 	if err != nil {

@@ -3,7 +3,6 @@ package db
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"unicode/utf8"
@@ -62,22 +61,22 @@ func completeAttempt(ctx context.Context, tx *sql.Tx, c scheduler.Completion) (b
 	}
 	hint := hintOf(c.Outcome.Hint)
 	detail := bound(c.Outcome.Detail, providers.MaxDetail)
-	lastOutcome, err := json.Marshal(scheduler.OutcomeSummary{
+	lastOutcome, err := encodeOutcome(scheduler.OutcomeSummary{
 		Class: c.Outcome.Class, Status: c.Outcome.Status, At: c.FinishedAt.UTC(),
 		Hint: hint, Reason: c.Outcome.Reason, Detail: detail,
 	})
 	if err != nil {
 		return false, err
 	}
-	result, err := resultJSON(d.Result)
+	result, err := encodeResult(d.Result)
 	if err != nil {
 		return false, err
 	}
-	lastResponse, err := resultJSON(c.Response)
+	lastResponse, err := encodeResult(c.Response)
 	if err != nil {
 		return false, err
 	}
-	attemptResponse, err := resultJSON(c.AttemptResponse)
+	attemptResponse, err := encodeResult(c.AttemptResponse)
 	if err != nil {
 		return false, err
 	}
@@ -99,7 +98,7 @@ func completeAttempt(ctx context.Context, tx *sql.Tx, c scheduler.Completion) (b
 			maybe_applied = max(maybe_applied, ?), budget_attempts = max(budget_attempts - ?, 0)
 		WHERE operation_id = ? AND state = 'running' AND lease_token = ?
 		RETURNING id, scope_id, method, path, resource`,
-		string(d.State), next, hold, failure, string(lastOutcome), lastResponse, result, millis(c.FinishedAt),
+		string(d.State), next, hold, failure, lastOutcome, lastResponse, result, millis(c.FinishedAt),
 		boolInt(d.MaybeApplied), boolInt(d.Uncounted),
 		c.OperationID, c.LeaseToken).Scan(&rowID, &scopeID, &method, &path, &resource)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -108,13 +107,9 @@ func completeAttempt(ctx context.Context, tx *sql.Tx, c scheduler.Completion) (b
 		return false, err
 	}
 
-	var hintJSON sql.NullString
-	if hint != nil {
-		b, err := json.Marshal(hint)
-		if err != nil {
-			return false, err
-		}
-		hintJSON = sql.NullString{String: string(b), Valid: true}
+	hintJSON, err := encodeHint(hint)
+	if err != nil {
+		return false, err
 	}
 	res, err := tx.ExecContext(ctx, `
 		UPDATE attempts SET finished_at = ?, class = ?, status = ?, hint = ?, reason = ?, detail = ?, response = ?,
@@ -215,18 +210,6 @@ func applyScopeEffect(ctx context.Context, tx *sql.Tx, scopeID int64, e schedule
 		}
 	}
 	return nil
-}
-
-// resultJSON is r as stored (JSON), NULL for nil.
-func resultJSON(r *scheduler.Result) (sql.NullString, error) {
-	if r == nil {
-		return sql.NullString{}, nil
-	}
-	b, err := json.Marshal(r)
-	if err != nil {
-		return sql.NullString{}, err
-	}
-	return sql.NullString{String: string(b), Valid: true}, nil
 }
 
 // boolInt is b as SQLite stores a boolean.

@@ -49,3 +49,10 @@ func (db *DB) WriterSynchronous() (int, error) {
 	err := db.write.QueryRow(`PRAGMA synchronous`).Scan(&sync)
 	return sync, err
 }
+
+// SealedPlaintext is the plaintext of a credentials blob sealed for scope,
+// for tests of its stored format.
+func (db *DB) SealedPlaintext(scope string, blob []byte) (string, error) {
+	plain, err := db.openSealed(scope, blob)
+	return string(plain), err
+}

@@ -56,18 +56,13 @@ func scanOperation(row interface{ Scan(...any) error }) (opRow, error) {
 		return opRow{}, err
 	}
 	o.BlockedBy = scheduler.BlockedBy(blockedBy.String)
-	if headers.Valid {
-		if err := json.Unmarshal([]byte(headers.String), &o.Request.Headers); err != nil {
-			return opRow{}, fmt.Errorf("operation %s: stored headers: %w", o.ID, err)
-		}
+	if o.Request.Headers, err = decodeHeaders(headers); err != nil {
+		return opRow{}, fmt.Errorf("operation %s: stored headers: %w", o.ID, err)
 	}
-	if lastOutcome.Valid {
-		o.LastOutcome = new(scheduler.OutcomeSummary)
-		if err := json.Unmarshal([]byte(lastOutcome.String), o.LastOutcome); err != nil {
-			return opRow{}, fmt.Errorf("operation %s: stored last outcome: %w", o.ID, err)
-		}
+	if o.LastOutcome, err = decodeOutcome(lastOutcome); err != nil {
+		return opRow{}, fmt.Errorf("operation %s: stored last outcome: %w", o.ID, err)
 	}
-	if o.Result, err = resultOf(result); err != nil {
+	if o.Result, err = decodeResult(result); err != nil {
 		return opRow{}, fmt.Errorf("operation %s: stored result: %w", o.ID, err)
 	}
 	o.NextAttemptAt = fromNullMillis(nextAttemptAt)
@@ -79,18 +74,6 @@ func scanOperation(row interface{ Scan(...any) error }) (opRow, error) {
 	o.Retry.MaxElapsed = time.Duration(maxElapsedMS) * time.Millisecond
 	o.LeaseExpiresAt = fromNullMillis(leaseExpires)
 	o.FirstSentAt = fromNullMillis(first)
-	return r, nil
-}
-
-// resultOf decodes a stored scheduler.Result; nil for NULL.
-func resultOf(s sql.NullString) (*scheduler.Result, error) {
-	if !s.Valid {
-		return nil, nil
-	}
-	r := new(scheduler.Result)
-	if err := json.Unmarshal([]byte(s.String), r); err != nil {
-		return nil, err
-	}
 	return r, nil
 }
 
@@ -128,7 +111,7 @@ func withLastResponse(ctx context.Context, tx *sql.Tx, r opRow) (opRow, error) {
 		return opRow{}, fmt.Errorf("operation %s: last response: %w", r.ID, err)
 	}
 	var err error
-	if r.LastOutcome.Response, err = resultOf(response); err != nil {
+	if r.LastOutcome.Response, err = decodeResult(response); err != nil {
 		return opRow{}, fmt.Errorf("operation %s: stored last response: %w", r.ID, err)
 	}
 	return r, nil
@@ -235,13 +218,9 @@ func enqueueOne(ctx context.Context, tx *sql.Tx, op scheduler.NewOperation, now 
 		return scheduler.EnqueueResult{Err: fmt.Errorf("%w: %s", scheduler.ErrUnknownScope, op.Scope)}, 0, nil
 	}
 
-	var headers sql.NullString
-	if len(op.Request.Headers) > 0 {
-		b, err := json.Marshal(op.Request.Headers)
-		if err != nil {
-			return scheduler.EnqueueResult{}, 0, err
-		}
-		headers = sql.NullString{String: string(b), Valid: true}
+	headers, err := encodeHeaders(op.Request.Headers)
+	if err != nil {
+		return scheduler.EnqueueResult{}, 0, err
 	}
 	var body []byte
 	if len(op.Request.Body) > 0 {
@@ -262,7 +241,7 @@ func enqueueOne(ctx context.Context, tx *sql.Tx, op scheduler.NewOperation, now 
 		}
 	}
 	var rowID int64
-	err := tx.QueryRowContext(ctx, `
+	err = tx.QueryRowContext(ctx, `
 		INSERT INTO operations (operation_id, scope_id, kind, method, path, headers, body, content_type,
 			request_identity, state, next_attempt_at, created_at, updated_at, deadline,
 			max_attempts, max_elapsed_ms, content_hash, resource)

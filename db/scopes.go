@@ -3,7 +3,6 @@ package db
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -27,15 +26,28 @@ const scopeColumns = `s.id, s.name, s.provider, s.base_url, s.credentials, s.ide
 // scopeFrom is the FROM clause that goes with scopeColumns.
 const scopeFrom = ` FROM scopes s ` + defaultBudgetJoin
 
-// scopeRow is a scope as stored, with its row ID and rate slot.
+// scopeRow is a scope as stored, with its row ID. Its Scope's Credentials
+// carry only their type, as every scope the store returns outside a claim
+// does; secrets are the opened credentials, for the claims (withSecrets)
+// and PutScope's comparison of old and new, and never leave the package
+// otherwise.
 type scopeRow struct {
-	id int64
+	id      int64
+	secrets scheduler.Credentials
 	scheduler.Scope
 }
 
-// scanScope reads scopeColumns and decrypts the credentials. When only the
-// credentials fail to open it returns the rest of the row with a
-// *CredentialsError.
+// withSecrets is the scope with its credentials' values: what a claim's
+// request is sent with.
+func (sr scopeRow) withSecrets() scheduler.Scope {
+	s := sr.Scope
+	s.Credentials = sr.secrets
+	return s
+}
+
+// scanScope reads scopeColumns and opens the credentials: the row's Scope
+// gets their type, its secrets the values. When only the credentials fail
+// to open it returns the rest of the row with a *CredentialsError.
 func (db *DB) scanScope(row interface{ Scan(...any) error }) (scopeRow, error) {
 	var (
 		sr                                    scopeRow
@@ -71,7 +83,8 @@ func (db *DB) scanScope(row interface{ Scan(...any) error }) (scopeRow, error) {
 	}
 	s.CreatedAt = fromMillis(createdAt)
 	s.UpdatedAt = fromMillis(updatedAt)
-	s.Credentials, err = db.openCredentials(s.Name, creds)
+	sr.secrets, err = db.openCredentials(s.Name, creds)
+	s.Credentials = scheduler.Credentials{Type: sr.secrets.Type}
 	return sr, err
 }
 
@@ -141,7 +154,7 @@ func (db *DB) putScope(ctx context.Context, tx *sql.Tx, cfg scheduler.ScopeConfi
 	}
 
 	// An old blob that no longer opens (another key) counts as changed.
-	credsChanged := err != nil || old.Credentials != cfg.Credentials
+	credsChanged := err != nil || old.secrets != cfg.Credentials
 	hold := sql.NullString{String: string(old.HoldReason), Valid: old.HoldReason != ""}
 	var notes []string
 	if credsChanged {
@@ -171,31 +184,6 @@ func (db *DB) putScope(ctx context.Context, tx *sql.Tx, cfg scheduler.ScopeConfi
 	return false, insertAudit(ctx, tx, auditRow{scope: cfg.Name, action: "putScope", act: act, detail: detail})
 }
 
-// encodeProfileSpec writes a custom scope's declarative profile as JSON;
-// NULL for a scope without one.
-func encodeProfileSpec(spec *providers.Spec) (sql.NullString, error) {
-	if spec == nil {
-		return sql.NullString{}, nil
-	}
-	b, err := json.Marshal(spec)
-	if err != nil {
-		return sql.NullString{}, fmt.Errorf("encode profile spec: %w", err)
-	}
-	return sql.NullString{String: string(b), Valid: true}, nil
-}
-
-// decodeProfileSpec reads what encodeProfileSpec wrote.
-func decodeProfileSpec(v sql.NullString) (*providers.Spec, error) {
-	if !v.Valid {
-		return nil, nil
-	}
-	var spec providers.Spec
-	if err := json.Unmarshal([]byte(v.String), &spec); err != nil {
-		return nil, fmt.Errorf("decode profile spec: %w", err)
-	}
-	return &spec, nil
-}
-
 // limitGroup is the scope's group for shared limits: its own setting, or
 // its provider.
 func limitGroup(cfg scheduler.ScopeConfig) string {
@@ -221,8 +209,8 @@ func describeConfig(cfg scheduler.ScopeConfig) string {
 	return s
 }
 
-// GetScope returns the scope with decrypted credentials and its in-flight
-// count, or ErrNotFound.
+// GetScope returns the scope, with its credentials' type but not their
+// values, and its in-flight count, or ErrNotFound.
 func (db *DB) GetScope(ctx context.Context, name string) (scheduler.Scope, error) {
 	tx, err := db.beginRead(ctx)
 	if err != nil {
@@ -236,8 +224,8 @@ func (db *DB) GetScope(ctx context.Context, name string) (scheduler.Scope, error
 	return sr.Scope, nil
 }
 
-// ListScopes returns every scope by name, with decrypted credentials and
-// in-flight counts.
+// ListScopes returns every scope by name, with its credentials' type but
+// not their values, and in-flight counts.
 func (db *DB) ListScopes(ctx context.Context) ([]scheduler.Scope, error) {
 	tx, err := db.beginRead(ctx)
 	if err != nil {

@@ -59,8 +59,17 @@ func TestPutScope(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.HoldReason != "" || !s.PausedUntil.Equal(pause) || s.Credentials.Token != "secret-2" {
+		if s.HoldReason != "" || !s.PausedUntil.Equal(pause) {
 			t.Fatalf("after new credentials: hold %q, pause %v", s.HoldReason, s.PausedUntil)
+		}
+		// The new credentials are what a claim is sent with (once the
+		// pause is over); the scope returned shows only their type.
+		if s.Credentials != (scheduler.Credentials{Type: scheduler.CredentialBearer}) {
+			t.Fatalf("put scope returned credentials %#v, want the type only", s.Credentials)
+		}
+		enqueue(t, d, t0, newOp("op-new-creds", "a", t0))
+		if cs := claim(t, d, pause, 1); len(cs) != 1 || cs[0].Scope.Credentials.Token != "secret-2" {
+			t.Fatalf("claim after new credentials: %d claims, token replaced: %v", len(cs), len(cs) == 1 && cs[0].Scope.Credentials.Token == "secret-2")
 		}
 	})
 

@@ -5,7 +5,6 @@ import (
 	"crypto/cipher"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -38,7 +37,7 @@ func newAEAD(key []byte) (cipher.AEAD, error) {
 // additional data, so the blob opens only for that scope. The result is
 // version byte | nonce | ciphertext and tag.
 func (db *DB) sealCredentials(scope string, c scheduler.Credentials) ([]byte, error) {
-	plain, err := json.Marshal(c)
+	plain, err := encodeCredentials(c)
 	if err != nil {
 		return nil, errors.New("seal credentials: cannot encode")
 	}
@@ -70,20 +69,31 @@ func (e *CredentialsError) Error() string {
 // openCredentials decrypts a blob sealed for scope. Its errors are
 // *CredentialsError and never carry the plaintext.
 func (db *DB) openCredentials(scope string, blob []byte) (scheduler.Credentials, error) {
-	n := db.aead.NonceSize()
-	if len(blob) < 1+n+db.aead.Overhead() || blob[0] != sealVersion {
-		return scheduler.Credentials{}, &CredentialsError{scope, "unknown format"}
-	}
-	plain, err := db.aead.Open(nil, blob[1:1+n], blob[1+n:], []byte(scope))
+	plain, err := db.openSealed(scope, blob)
 	if err != nil {
-		return scheduler.Credentials{}, &CredentialsError{scope, "wrong key or corrupted data (put the scope's credentials again to reseal them)"}
+		return scheduler.Credentials{}, err
 	}
 	defer clear(plain)
-	var c scheduler.Credentials
-	if err := json.Unmarshal(plain, &c); err != nil {
+	c, err := decodeCredentials(plain)
+	if err != nil {
 		return scheduler.Credentials{}, &CredentialsError{scope, "malformed"}
 	}
 	return c, nil
+}
+
+// openSealed returns the plaintext of a blob sealed for scope (see
+// sealCredentials); the caller clears it. Its errors are
+// *CredentialsError.
+func (db *DB) openSealed(scope string, blob []byte) ([]byte, error) {
+	n := db.aead.NonceSize()
+	if len(blob) < 1+n+db.aead.Overhead() || blob[0] != sealVersion {
+		return nil, &CredentialsError{scope, "unknown format"}
+	}
+	plain, err := db.aead.Open(nil, blob[1:1+n], blob[1+n:], []byte(scope))
+	if err != nil {
+		return nil, &CredentialsError{scope, "wrong key or corrupted data (put the scope's credentials again to reseal them)"}
+	}
+	return plain, nil
 }
 
 // ParseKey decodes a base64 credentials key (standard or URL alphabet,

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"pacer/db"
 	"pacer/scheduler"
@@ -91,12 +92,9 @@ func TestCredentialsEncryptedAtRest(t *testing.T) {
 		t.Fatal("credentials blob holds the plain text")
 	}
 
-	got, err := d.GetScope(ctx, "a")
-	if err != nil {
-		t.Fatalf("get scope: %v", err)
-	}
-	if got.Credentials.Token != token {
-		t.Fatal("credentials did not round-trip")
+	enqueue(t, d, t0, newOp("op-a", "a", t0))
+	if cs := claim(t, d, t0, 1); len(cs) != 1 || cs[0].Scope.Credentials.Token != token {
+		t.Fatal("credentials did not round-trip to the claim")
 	}
 
 	t.Run("BoundToScopeName", func(t *testing.T) {
@@ -124,4 +122,65 @@ func TestCredentialsEncryptedAtRest(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestOnlyClaimsCarryCredentials checks that the credentials' values leave
+// the store only with claims, whose requests they authenticate: ClaimDue's
+// and ListRunning's (which recovery sends again). Every other scope the
+// store returns shows their type alone.
+func TestOnlyClaimsCarryCredentials(t *testing.T) {
+	ctx := context.Background()
+	d, _ := newTestDB(t)
+	creds := map[string]scheduler.Credentials{
+		"bearer": {Type: scheduler.CredentialBearer, Token: "tok-SECRET"},
+		"header": {Type: scheduler.CredentialHeader, Name: "X-Api-Key", Value: "val-SECRET"},
+		"basic":  {Type: scheduler.CredentialBasic, Username: "user", Password: "pass-SECRET"},
+	}
+	typeOnly := func(what string, s scheduler.Scope) {
+		t.Helper()
+		if want := (scheduler.Credentials{Type: creds[s.Name].Type}); s.Credentials != want {
+			t.Errorf("%s of scope %s: credentials %#v (values shown: %v), want the type only", what, s.Name, s.Credentials,
+				s.Credentials.Token != "" || s.Credentials.Name != "" || s.Credentials.Value != "" || s.Credentials.Username != "" || s.Credentials.Password != "")
+		}
+	}
+	for name, c := range creds {
+		typeOnly("PutScope", putScope(t, d, name, scopeOpts{Credentials: c}))
+		enqueue(t, d, t0, newOp("op-"+name, name, t0))
+	}
+
+	claims := claim(t, d, t0, 10)
+	running, err := d.ListRunning(ctx, time.Time{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(claims) != len(creds) || len(running) != len(creds) {
+		t.Fatalf("%d claims, %d running, want %d of each", len(claims), len(running), len(creds))
+	}
+	for what, cs := range map[string][]scheduler.Claim{"ClaimDue": claims, "ListRunning": running} {
+		for _, c := range cs {
+			if c.Scope.Credentials != creds[c.Scope.Name] {
+				t.Errorf("%s: scope %s carries %#v, not its credentials' values", what, c.Scope.Name, c.Scope.Credentials)
+			}
+		}
+	}
+
+	for name := range creds {
+		s, err := d.GetScope(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		typeOnly("GetScope", s)
+		s, err = d.ResumeScope(ctx, name, scheduler.Action{Actor: "test", At: t0, Reason: "check"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		typeOnly("ResumeScope", s)
+	}
+	all, err := d.ListScopes(ctx)
+	if err != nil || len(all) != len(creds) {
+		t.Fatalf("list scopes: %d, %v", len(all), err)
+	}
+	for _, s := range all {
+		typeOnly("ListScopes", s)
+	}
 }

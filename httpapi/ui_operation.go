@@ -111,9 +111,6 @@ func (s *Server) uiOperationView(w http.ResponseWriter, r *http.Request, id stri
 	}
 	v.MinAt = v.Now.Format("2006-01-02T15:04")
 	v.MaxAt = s.svc.Latest().Format("2006-01-02T15:04")
-	// Credentials live on the scope and never reach the page; the scope is
-	// only read for its status.
-	v.Scope.Credentials = scheduler.Credentials{Type: sc.Credentials.Type}
 	switch sc.Status(v.Now) {
 	case scheduler.ScopeHeld:
 		v.ScopeNote = "Its scope is held (" + reasonLabel(string(sc.HoldReason)) + "): nothing of the scope is sent until the scope is resumed or its credentials are replaced."

@@ -76,8 +76,6 @@ func (s *Server) uiScopeView(w http.ResponseWriter, r *http.Request, name string
 	if err != nil {
 		return nil, err
 	}
-	// The page shows whether credentials are configured, never what they are.
-	sc.Credentials = scheduler.Credentials{Type: sc.Credentials.Type}
 	v := &scopeView{uiPage: s.uiBase(w, r, "Scope "+sc.Name), Scope: sc}
 	v.Status = sc.Status(v.Now)
 	v.HoldWords = holdWordsScope(sc.HoldReason)

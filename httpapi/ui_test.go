@@ -51,6 +51,8 @@ type uiBundle struct {
 	client  *http.Client
 	logs    *syncBuffer
 	secrets []string
+	// claimed are the claims settle took last.
+	claimed []scheduler.Claim
 }
 
 // setupUI starts a server with the support page for one test.
@@ -231,6 +233,7 @@ func (b *uiBundle) settle(out providers.Outcome, dec scheduler.Decision) {
 		if len(claims) == 0 {
 			return
 		}
+		b.claimed = claims
 		cs := make([]scheduler.Completion, len(claims))
 		for i, c := range claims {
 			cs[i] = scheduler.Completion{
@@ -714,8 +717,8 @@ func TestUI_Actions(t *testing.T) {
 		p = b.post("/ui/scopes/acct/credentials", url.Values{"type": {"bearer"}, "token": {newToken}, "reason": {"token rotated"}})
 		wantIn(t, b.follow(p), http.StatusOK, "Credentials replaced (bearer).", "hold for refused credentials is lifted", "token rotated")
 		sc, err := b.svc.GetScope(context.Background(), "acct")
-		if err != nil || sc.Credentials.Token != newToken || sc.HoldReason != "" {
-			t.Fatalf("scope after replace: hold %q, %v", sc.HoldReason, err)
+		if err != nil || sc.Credentials != (scheduler.Credentials{Type: scheduler.CredentialBearer}) || sc.HoldReason != "" {
+			t.Fatalf("scope after replace: hold %q, credentials %v, %v", sc.HoldReason, sc.Credentials, err)
 		}
 		// A paused scope is resumed.
 		if _, err := b.svc.ResumeScope(context.Background(), "acct", "setup", "test"); err != nil {
@@ -725,6 +728,15 @@ func TestUI_Actions(t *testing.T) {
 		b.settle(providers.Outcome{Class: providers.ClassRateLimited, Status: 429},
 			scheduler.Decision{State: scheduler.StateWaitingForBudget, NextAttemptAt: b.svc.Now().Add(time.Hour), Reason: "rate limited",
 				Scope: scheduler.ScopeEffect{PauseUntil: b.svc.Now().Add(time.Hour), PauseReason: "rate limited: retry-after 3600"}})
+		// The replaced token is what the scope's requests are sent with.
+		if len(b.claimed) == 0 {
+			t.Fatal("nothing claimed after the replace")
+		}
+		for _, c := range b.claimed {
+			if c.Scope.Name != "acct" || c.Scope.Credentials.Token != newToken {
+				t.Fatalf("claim of %s after the replace: scope %s, with the new token: %v", c.Operation.ID, c.Scope.Name, c.Scope.Credentials.Token == newToken)
+			}
+		}
 		wantIn(t, b.get("/ui/scopes/acct"), http.StatusOK, "scope-paused", "rate limited: retry-after 3600")
 		p = b.post("/ui/scopes/acct/resume", url.Values{"reason": {"provider confirmed the limit is lifted"}})
 		wantIn(t, b.follow(p), http.StatusOK, "Resumed", "provider confirmed the limit is lifted")

@@ -124,6 +124,8 @@ type ScopeConfig struct {
 }
 
 // Scope is a provider account with its configuration and admission state.
+// Read from the Store it carries only its credentials' Type, except in a
+// Claim, whose request is sent with them (see Store).
 type Scope struct {
 	ScopeConfig
 	// HoldReason is set while the scope is held.

@@ -222,12 +222,14 @@ func validateCredentials(v *ValidationError, c Credentials) {
 	}
 }
 
-// GetScope returns one scope.
+// GetScope returns one scope, with its credentials' type but never their
+// values.
 func (s *Service) GetScope(ctx context.Context, name string) (Scope, error) {
 	return s.store.GetScope(ctx, name)
 }
 
-// ListScopes returns every scope.
+// ListScopes returns every scope, with its credentials' type but never
+// their values.
 func (s *Service) ListScopes(ctx context.Context) ([]Scope, error) {
 	return s.store.ListScopes(ctx)
 }

@@ -14,16 +14,22 @@ import (
 // caller (the scheduler's clock); the store never reads a clock itself.
 // Its errors name what failed and on what ("release op-1: …"): callers
 // return them without a prefix of their own.
+//
+// Credentials are secret: only the claims (ClaimDue's, and ListRunning's,
+// which recovery sends again) carry their values, as their requests are
+// sent with them. Every other scope a Store returns (PutScope, GetScope,
+// ListScopes, ResumeScope) carries only the credentials' Type.
 type Store interface {
 	// PutScope creates or replaces the scope cfg.Name. Credentials are
 	// stored encrypted. Replacing the credentials of a scope held with
 	// HoldAuthRevoked lifts the hold. A pause in place and the last budget
 	// figures survive a replace. created is true when the scope is new.
 	PutScope(ctx context.Context, cfg ScopeConfig, act Action) (s Scope, created bool, err error)
-	// GetScope returns the scope (with decrypted credentials) and its
+	// GetScope returns the scope, with its credentials' Type only, and its
 	// in-flight count, or ErrNotFound.
 	GetScope(ctx context.Context, name string) (Scope, error)
-	// ListScopes returns every scope, by name.
+	// ListScopes returns every scope, by name, with its credentials' Type
+	// only.
 	ListScopes(ctx context.Context) ([]Scope, error)
 	// ResumeScope lifts every wait of the scope at once (design §11): its
 	// hold, its pause, its learned budget's wait for the provider's reset
@@ -105,7 +111,8 @@ type Store interface {
 	// (round robin, oldest due first). Each claim sets state running, bumps
 	// LeaseToken, sets LeaseExpiresAt = p.Now+p.LeaseFor, increments Attempt
 	// and BudgetAttempts, sets FirstSentAt if zero, and writes the attempt's
-	// intent row, all before returning. The transaction is durable (on
+	// intent row, all before returning. Each claim's Scope carries the
+	// credentials' values its request is sent with. The transaction is durable (on
 	// disk) before ClaimDue returns when p.Durable holds for any claim;
 	// when it cannot be made so, ClaimDue fails and none of the batch may
 	// be sent, though the claims may stay committed (their leases expire
@@ -121,7 +128,8 @@ type Store interface {
 	Complete(ctx context.Context, cs []Completion) (applied []bool, err error)
 	// ListRunning returns running operations whose lease expires at or
 	// before expiredBy (all running operations when expiredBy is zero),
-	// with their scopes, oldest lease first, at most limit.
+	// with their scopes and credentials' values as ClaimDue gives them,
+	// oldest lease first, at most limit.
 	ListRunning(ctx context.Context, expiredBy time.Time, limit int) ([]Claim, error)
 	// ExpireOverdue is one bounded batch, in one transaction, of design §11
 	// "Deadlines end work even when it never ran": up to p.Limit operations
