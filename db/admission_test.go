@@ -10,6 +10,7 @@ import (
 	"pgregory.net/rapid"
 
 	"pacer/scheduler"
+	"pacer/scheduler/storetest"
 )
 
 // NextWake and ClaimDue follow one rule (design §11 "Idle is idle"): over
@@ -47,7 +48,7 @@ func TestNextWakeIsWhenTheClaimAdmits(t *testing.T) {
 			}
 			var ops []scheduler.NewOperation
 			for j := range rapid.IntRange(0, 4).Draw(rt, "ops") {
-				ops = append(ops, newOp(fmt.Sprintf("%s-%d", name, j), name, t0.Add(time.Duration(rapid.IntRange(-60, 120).Draw(rt, "due"))*time.Second)))
+				ops = append(ops, storetest.NewOp(fmt.Sprintf("%s-%d", name, j), name, t0.Add(time.Duration(rapid.IntRange(-60, 120).Draw(rt, "due"))*time.Second)))
 			}
 			if len(ops) > 0 {
 				if _, err := d.Enqueue(ctx, ops, t0.Add(-time.Hour)); err != nil {
@@ -164,7 +165,7 @@ func TestOperationsReportWhatTheirScopeDoes(t *testing.T) {
 	d, path := newTestDB(t)
 	raw := rawDB(t, path)
 	for _, s := range []string{"paused", "spent", "slot", "held", "open"} {
-		putScope(t, d, s, scopeOpts{MaxConcurrent: 10})
+		storetest.PutScope(t, d, s, storetest.ScopeOpts{MaxConcurrent: 10})
 	}
 	pauseEnd, reset, slot := t0.Add(time.Hour), t0.Add(2*time.Hour), t0.Add(time.Minute)
 	for _, q := range []struct {
@@ -181,10 +182,10 @@ func TestOperationsReportWhatTheirScopeDoes(t *testing.T) {
 		}
 	}
 	created := map[string]scheduler.Operation{}
-	for _, o := range enqueue(t, d, t0,
-		newOp("paused-now", "paused", t0), newOp("paused-after", "paused", pauseEnd.Add(time.Minute)),
-		newOp("spent-now", "spent", t0), newOp("slot-now", "slot", t0),
-		newOp("held-now", "held", t0), newOp("open-now", "open", t0)) {
+	for _, o := range storetest.Enqueue(t, d, t0,
+		storetest.NewOp("paused-now", "paused", t0), storetest.NewOp("paused-after", "paused", pauseEnd.Add(time.Minute)),
+		storetest.NewOp("spent-now", "spent", t0), storetest.NewOp("slot-now", "slot", t0),
+		storetest.NewOp("held-now", "held", t0), storetest.NewOp("open-now", "open", t0)) {
 		created[o.ID] = o
 	}
 	want := map[string]struct {
@@ -200,7 +201,7 @@ func TestOperationsReportWhatTheirScopeDoes(t *testing.T) {
 		"open-now":     {scheduler.StateScheduled, t0, ""},
 	}
 	for id, w := range want {
-		for how, op := range map[string]scheduler.Operation{"get": getOp(t, d, id), "enqueue": created[id]} {
+		for how, op := range map[string]scheduler.Operation{"get": storetest.GetOp(t, d, id), "enqueue": created[id]} {
 			if op.State != w.state || !op.NextAttemptAt.Equal(w.next) || op.BlockedBy != w.blockedBy {
 				t.Errorf("%s (%s): %s at %s blocked by %q; want %s at %s blocked by %q", id, how, op.State, op.NextAttemptAt, op.BlockedBy, w.state, w.next, w.blockedBy)
 			}

@@ -11,6 +11,7 @@ import (
 
 	"pacer/db"
 	"pacer/scheduler"
+	"pacer/scheduler/storetest"
 )
 
 func TestParseKey(t *testing.T) {
@@ -80,7 +81,7 @@ func TestCredentialsEncryptedAtRest(t *testing.T) {
 	const token = "ghp_SUPERSECRETTOKEN0123456789"
 	d, path := newTestDB(t)
 	ctx := context.Background()
-	putScope(t, d, "a", scopeOpts{Credentials: scheduler.Credentials{Type: scheduler.CredentialBearer, Token: token}})
+	storetest.PutScope(t, d, "a", storetest.ScopeOpts{Credentials: scheduler.Credentials{Type: scheduler.CredentialBearer, Token: token}})
 
 	raw := rawDB(t, path)
 	var blob []byte
@@ -100,7 +101,7 @@ func TestCredentialsEncryptedAtRest(t *testing.T) {
 	}
 
 	t.Run("BoundToScopeName", func(t *testing.T) {
-		putScope(t, d, "b", scopeOpts{})
+		storetest.PutScope(t, d, "b", storetest.ScopeOpts{})
 		if _, err := raw.Exec(`UPDATE scopes SET credentials = ? WHERE name = 'b'`, blob); err != nil {
 			t.Fatal(err)
 		}

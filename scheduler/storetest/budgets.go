@@ -153,36 +153,6 @@ func testSharedLimitPausesTheGroup(t *testing.T, open Opener) {
 	}
 }
 
-// newRequest is an operation of scope sending method path.
-func newRequest(id, scope, method, path string) scheduler.NewOperation {
-	op := NewOp(id, scope, T0)
-	op.Request.Method, op.Request.Path = method, path
-	if method == "GET" {
-		op.Kind = scheduler.KindRead
-	}
-	return op
-}
-
-// answer completes claim c at at as the provider's answer naming resource
-// with budget b (nil: none), rescheduled to retry at once when retry is
-// set, succeeded otherwise; pause, when not zero, pauses that budget.
-func answer(t *testing.T, d scheduler.Store, c scheduler.Claim, at time.Time, resource string, b *providers.Budget, pause time.Time, retry bool) {
-	t.Helper()
-	dec := scheduler.Decision{State: scheduler.StateSucceeded, Reason: "ok",
-		Scope: scheduler.ScopeEffect{Resource: resource, ResourceKnown: true, Budget: b, BudgetPauseUntil: pause, BudgetPauseReason: "rate limited: test"}}
-	class := providers.ClassSuccess
-	if retry {
-		dec.State, dec.NextAttemptAt, class = scheduler.StateWaitingForBudget, at, providers.ClassRateLimited
-	}
-	applied, err := d.Complete(context.Background(), []scheduler.Completion{{
-		OperationID: c.Operation.ID, LeaseToken: c.Operation.LeaseToken, Attempt: c.Operation.Attempt, FinishedAt: at,
-		Outcome: providers.Outcome{Class: class, Status: 200, Budget: b, Resource: resource}, Decision: dec,
-	}})
-	if err != nil || !applied[0] {
-		t.Fatalf("complete %s: %v %v", c.Operation.ID, applied, err)
-	}
-}
-
 // sortedIDs lists the operation IDs of claims, sorted.
 func sortedIDs(cs []scheduler.Claim) []string {
 	ids := ClaimedIDs(cs)
@@ -197,15 +167,15 @@ func testSpentResourceBudgetHoldsOnlyItsRequests(t *testing.T, open Opener) {
 	ctx := context.Background()
 	d := open(t)
 	PutScope(t, d, "gh", ScopeOpts{MaxConcurrent: 10})
-	Enqueue(t, d, T0, newRequest("search-1", "gh", "GET", "/search/issues?q=a"))
+	Enqueue(t, d, T0, NewRequest("search-1", "gh", "GET", "/search/issues?q=a"))
 	reset := T0.Add(time.Minute)
 	// The provider answers the search: its budget is spent until reset.
 	cs := Claim(t, d, T0, 10)
-	answer(t, d, cs[0], T0, "search", &providers.Budget{Remaining: 0, Limit: 30, ResetAt: reset, Resource: "search"}, reset, true)
+	Answer(t, d, cs[0], T0, "search", &providers.Budget{Remaining: 0, Limit: 30, ResetAt: reset, Resource: "search"}, reset, true)
 
 	// A second search learns its route at enqueue; a REST write spends
 	// the default budget.
-	Enqueue(t, d, T0, newRequest("search-2", "gh", "GET", "/search/commits?q=b"), newRequest("patch", "gh", "PATCH", "/repos/o/r/issues/1"))
+	Enqueue(t, d, T0, NewRequest("search-2", "gh", "GET", "/search/commits?q=b"), NewRequest("patch", "gh", "PATCH", "/repos/o/r/issues/1"))
 	for _, id := range []string{"search-1", "search-2"} {
 		if op := GetOp(t, d, id); op.State != scheduler.StateWaitingForBudget || !op.NextAttemptAt.Equal(reset) {
 			t.Errorf("%s: %s until %s, want waitingForBudget until the search reset %s", id, op.State, op.NextAttemptAt, reset)
@@ -242,15 +212,15 @@ func testSpentResourceBudgetHoldsOnlyItsRequests(t *testing.T, open Opener) {
 func testSpentDefaultBudgetHoldsOnlyItsRequests(t *testing.T, open Opener) {
 	d := open(t)
 	PutScope(t, d, "gh", ScopeOpts{MaxConcurrent: 10})
-	Enqueue(t, d, T0, newRequest("graphql", "gh", "POST", "/graphql"), newRequest("patch", "gh", "PATCH", "/repos/o/r"))
+	Enqueue(t, d, T0, NewRequest("graphql", "gh", "POST", "/graphql"), NewRequest("patch", "gh", "PATCH", "/repos/o/r"))
 	cs := Claim(t, d, T0, 10)
 	reset := T0.Add(time.Hour)
 	for _, c := range cs {
 		switch c.Operation.ID {
 		case "graphql":
-			answer(t, d, c, T0, "graphql", &providers.Budget{Remaining: 4000, Limit: 5000, ResetAt: reset, Resource: "graphql"}, time.Time{}, true)
+			Answer(t, d, c, T0, "graphql", &providers.Budget{Remaining: 4000, Limit: 5000, ResetAt: reset, Resource: "graphql"}, time.Time{}, true)
 		case "patch":
-			answer(t, d, c, T0, "", &providers.Budget{Remaining: 0, Limit: 5000, ResetAt: reset}, reset, true)
+			Answer(t, d, c, T0, "", &providers.Budget{Remaining: 0, Limit: 5000, ResetAt: reset}, reset, true)
 		}
 	}
 	if got := sortedIDs(Claim(t, d, T0, 10)); !slices.Equal(got, []string{"graphql"}) {

@@ -11,27 +11,6 @@ import (
 	"pacer/scheduler"
 )
 
-// expire runs one ExpireOverdue batch at now with the policy's decision.
-func expire(t *testing.T, d scheduler.Store, now time.Time, limit int) scheduler.ExpireResult {
-	t.Helper()
-	p := scheduler.DefaultPolicy()
-	res, err := d.ExpireOverdue(context.Background(), scheduler.ExpireParams{
-		Now: now, Before: now, Limit: limit,
-		Decide: func(op scheduler.Operation) scheduler.Decision { return p.Expire(op, now) },
-	})
-	if err != nil {
-		t.Fatalf("expire overdue: %v", err)
-	}
-	return res
-}
-
-// opWith is newOp with its own retry budget.
-func opWith(id, scope string, notBefore time.Time, maxElapsed time.Duration) scheduler.NewOperation {
-	op := NewOp(id, scope, notBefore)
-	op.Retry.MaxElapsed = maxElapsed
-	return op
-}
-
 // Design §11 "Deadlines end work even when it never ran", in the store:
 // waiting operations past their deadline end as the policy decides (held
 // for a maybe-applied mutation), whatever else they are; running, held
@@ -44,13 +23,13 @@ func testExpireOverdue(t *testing.T, open Opener) {
 	}
 	now := T0.Add(2 * time.Hour)
 	Enqueue(t, d, T0,
-		opWith("late", "a", T0, time.Hour),                      // deadline T0+1h
-		opWith("later", "a", T0.Add(30*time.Minute), time.Hour), // T0+1h30
-		opWith("edge", "a", T0.Add(time.Hour), time.Hour),       // T0+2h: not before now
-		opWith("fresh", "a", T0.Add(3*time.Hour), time.Hour),    // T0+4h
-		opWith("waiting", "b", T0, time.Hour),
-		opWith("running", "c", T0, time.Hour),
-		opWith("held", "d", T0, time.Hour),
+		OpWith("late", "a", T0, time.Hour),                      // deadline T0+1h
+		OpWith("later", "a", T0.Add(30*time.Minute), time.Hour), // T0+1h30
+		OpWith("edge", "a", T0.Add(time.Hour), time.Hour),       // T0+2h: not before now
+		OpWith("fresh", "a", T0.Add(3*time.Hour), time.Hour),    // T0+4h
+		OpWith("waiting", "b", T0, time.Hour),
+		OpWith("running", "c", T0, time.Hour),
+		OpWith("held", "d", T0, time.Hour),
 	)
 	// waiting: an uncertain attempt was retried, then a rate limit.
 	w := Claim(t, d, T0, 4)
@@ -80,7 +59,7 @@ func testExpireOverdue(t *testing.T, open Opener) {
 	}
 	before := Feed(t, d, scheduler.ChangeFilter{Limit: 1000})
 
-	res := expire(t, d, now, 100)
+	res := Expire(t, d, now, 100)
 	if res.Expired != 3 || res.More || !res.Next.Equal(T0.Add(2*time.Hour)) {
 		t.Fatalf("result %+v, want 3 expired, no more, next deadline T0+2h (edge)", res)
 	}
@@ -116,7 +95,7 @@ func testExpireOverdue(t *testing.T, open Opener) {
 		t.Errorf("change at %s, want %s", last.At, now)
 	}
 	// A second run finds nothing.
-	if res := expire(t, d, now, 100); res.Expired != 0 || res.More {
+	if res := Expire(t, d, now, 100); res.Expired != 0 || res.More {
 		t.Fatalf("second run %+v", res)
 	}
 }
@@ -125,20 +104,20 @@ func testExpireOverdue(t *testing.T, open Opener) {
 func testExpireOverdueBatches(t *testing.T, open Opener) {
 	d := open(t)
 	PutScope(t, d, "a", ScopeOpts{})
-	Enqueue(t, d, T0, opWith("second", "a", T0.Add(time.Minute), time.Hour), opWith("first", "a", T0, time.Hour))
+	Enqueue(t, d, T0, OpWith("second", "a", T0.Add(time.Minute), time.Hour), OpWith("first", "a", T0, time.Hour))
 	now := T0.Add(3 * time.Hour)
-	res := expire(t, d, now, 1)
+	res := Expire(t, d, now, 1)
 	if res.Expired != 1 || !res.More || !res.Next.Equal(T0.Add(time.Hour+time.Minute)) {
 		t.Fatalf("first batch %+v", res)
 	}
 	if GetOp(t, d, "first").State != scheduler.StateFailed || GetOp(t, d, "second").State != scheduler.StateScheduled {
 		t.Fatal("the batch did not take the earliest deadline first")
 	}
-	res = expire(t, d, now, 1)
+	res = Expire(t, d, now, 1)
 	if res.Expired != 1 || !res.More || !res.Next.IsZero() {
 		t.Fatalf("second batch %+v", res)
 	}
-	if res := expire(t, d, now, 1); res.Expired != 0 || res.More || !res.Next.IsZero() {
+	if res := Expire(t, d, now, 1); res.Expired != 0 || res.More || !res.Next.IsZero() {
 		t.Fatalf("third batch %+v", res)
 	}
 }
@@ -148,7 +127,7 @@ func testExpireOverdueBatches(t *testing.T, open Opener) {
 func testExpireOverdueRefusesOtherStates(t *testing.T, open Opener) {
 	d := open(t)
 	PutScope(t, d, "a", ScopeOpts{})
-	Enqueue(t, d, T0, opWith("x", "a", T0, time.Hour), opWith("y", "a", T0, time.Hour))
+	Enqueue(t, d, T0, OpWith("x", "a", T0, time.Hour), OpWith("y", "a", T0, time.Hour))
 	now := T0.Add(2 * time.Hour)
 	calls := 0
 	_, err := d.ExpireOverdue(context.Background(), scheduler.ExpireParams{Now: now, Before: now, Limit: 10,
