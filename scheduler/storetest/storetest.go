@@ -37,6 +37,7 @@ var suite = []struct {
 	{"ListOperations", testListOperations},
 	{"ListOperationsFilters", testListOperationsFilters},
 	{"ListOperationsAttention", testListOperationsAttention},
+	{"OperationsReportWhatTheirScopeDoes", testOperationsReportWhatTheirScopeDoes},
 	{"ClaimDue", testClaimDue},
 	{"ListRunning", testListRunning},
 	{"NextWake", testNextWake},
