@@ -6,11 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"pacer/internal/pacertest"
 	"pacer/providers"
 	"pacer/scheduler"
 	"pacer/scheduler/storetest"
-
-	"pacer/internal/pacertest"
 )
 
 // The feed's numbers survive what only SQL can do to the table (the

@@ -13,10 +13,9 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"pacer/db"
+	"pacer/internal/pacertest"
 	"pacer/scheduler"
 	"pacer/scheduler/storetest"
-
-	"pacer/internal/pacertest"
 )
 
 // t0 is the fixed "now" of the tests.

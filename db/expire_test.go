@@ -9,11 +9,10 @@ import (
 	"time"
 
 	"pacer/db"
+	"pacer/internal/pacertest"
 	"pacer/providers"
 	"pacer/scheduler"
 	"pacer/scheduler/storetest"
-
-	"pacer/internal/pacertest"
 )
 
 // With nothing overdue ExpireOverdue takes no write transaction: it goes

@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"pacer/internal/pacertest"
 	"pacer/scheduler"
 	"pacer/scheduler/storetest"
-
-	"pacer/internal/pacertest"
 )
 
 // fillDue inserts n due operations of scope straight into the table (a

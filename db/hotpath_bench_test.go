@@ -7,11 +7,10 @@ import (
 	"time"
 
 	"pacer/db"
+	"pacer/internal/pacertest"
 	"pacer/providers"
 	"pacer/scheduler"
 	"pacer/scheduler/storetest"
-
-	"pacer/internal/pacertest"
 )
 
 // The hot path of the store, one benchmark per step an operation takes:

@@ -11,10 +11,9 @@ import (
 	"time"
 
 	"pacer/db"
+	"pacer/internal/pacertest"
 	"pacer/scheduler"
 	"pacer/scheduler/storetest"
-
-	"pacer/internal/pacertest"
 )
 
 func TestPruneQueryPlans(t *testing.T) {

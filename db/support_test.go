@@ -7,9 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"pacer/scheduler"
-
 	"pacer/internal/pacertest"
+	"pacer/scheduler"
 )
 
 func TestQueryPlans_Attention(t *testing.T) {

@@ -2,14 +2,13 @@ package demo_test
 
 import (
 	"context"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"pacer/db"
 	"pacer/demo"
+	"pacer/internal/pacertest"
 	"pacer/scheduler"
 )
 
@@ -20,11 +19,7 @@ import (
 func TestSeedShowsEveryStateWithinAMinute(t *testing.T) {
 	ctx := context.Background()
 	prov, clk := startProvider(t)
-	store, err := db.Open(filepath.Join(t.TempDir(), "demo.db"), db.Options{Key: []byte("0123456789abcdef0123456789abcdef")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := pacertest.OpenStore(t)
 	policy := scheduler.DefaultPolicy()
 	engine, err := scheduler.NewEngine(store, clk, policy, scheduler.EngineConfig{Random: func() float64 { return 0.5 }})
 	if err != nil {
@@ -104,11 +99,7 @@ func TestSeedShowsEveryStateWithinAMinute(t *testing.T) {
 // ticks of the mock clock.
 func TestTrafficEnqueuesUntilCanceled(t *testing.T) {
 	prov, clk := startProvider(t)
-	store, err := db.Open(filepath.Join(t.TempDir(), "demo.db"), db.Options{Key: []byte("0123456789abcdef0123456789abcdef")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := pacertest.OpenStore(t)
 	svc := scheduler.NewService(store, clk, scheduler.DefaultPolicy(), nil)
 	if _, err := demo.Seed(context.Background(), svc, prov.URL()); err != nil {
 		t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -23,8 +22,8 @@ import (
 	"github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/go-chi/chi/v5"
 
-	"pacer/db"
 	"pacer/httpapi"
+	"pacer/internal/pacertest"
 	"pacer/metrics"
 	"pacer/scheduler"
 )
@@ -67,11 +66,7 @@ type apiEnv struct {
 
 func newAPIEnv(t *testing.T) *apiEnv {
 	t.Helper()
-	store, err := db.Open(filepath.Join(t.TempDir(), "pacer.db"), db.Options{Key: bytes.Repeat([]byte{0x42}, 32)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := pacertest.OpenStore(t)
 	mock := clock.NewMock()
 	mock.Set(testNow)
 	svc := scheduler.NewService(store, mock, scheduler.DefaultPolicy(), nil)
