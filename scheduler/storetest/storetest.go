@@ -34,6 +34,7 @@ var suite = []struct {
 	{"ResumeScope", testResumeScope},
 	{"Enqueue", testEnqueue},
 	{"EnqueueReturnsWhatIsStored", testEnqueueReturnsWhatIsStored},
+	{"EnqueueIdentityInUse", testEnqueueIdentityInUse},
 	{"ListOperations", testListOperations},
 	{"ListOperationsFilters", testListOperationsFilters},
 	{"ListOperationsAttention", testListOperationsAttention},
