@@ -41,6 +41,7 @@ var suite = []struct {
 	{"OperationsReportWhatTheirScopeDoes", testOperationsReportWhatTheirScopeDoes},
 	{"ClaimDue", testClaimDue},
 	{"ListRunning", testListRunning},
+	{"NextWakeIsWhenTheClaimAdmits", testNextWakeIsWhenTheClaimAdmits},
 	{"NextWake", testNextWake},
 	{"Complete", testComplete},
 	{"CompleteRecordsMaybeAppliedAndCounts", testCompleteRecordsMaybeAppliedAndCounts},
