@@ -160,7 +160,7 @@ func Expire(t testing.TB, d scheduler.Store, now time.Time, limit int) scheduler
 	return res
 }
 
-// OpWith is newOp with its own retry budget.
+// OpWith is NewOp with its own retry budget (MaxElapsed).
 func OpWith(id, scope string, notBefore time.Time, maxElapsed time.Duration) scheduler.NewOperation {
 	op := NewOp(id, scope, notBefore)
 	op.Retry.MaxElapsed = maxElapsed
