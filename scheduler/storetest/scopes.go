@@ -133,7 +133,7 @@ func testResumeScope(t *testing.T, open Opener) {
 	}
 }
 
-// A custom scope's declarative profile is stored as JSON and read back
+// A custom scope's declarative profile is stored and read back
 // equal, by GetScope, ListScopes and the claim; a built-in scope has none.
 func testPutScopeProfileSpec(t *testing.T, open Opener) {
 	ctx := context.Background()
@@ -172,7 +172,7 @@ func testPutScopeProfileSpec(t *testing.T, open Opener) {
 		t.Fatalf("replace: profile %+v (%v)", s.Profile, err)
 	}
 
-	// The schema ties the two: custom needs a profile, others take none.
+	// The store ties the two: custom needs a profile, others take none.
 	bad := scheduler.ScopeConfig{Name: "bad", Provider: providers.CustomName, BaseURL: "https://x", MaxConcurrent: 1}
 	if _, _, err := d.PutScope(ctx, bad, act); err == nil {
 		t.Errorf("custom scope without a profile stored")
