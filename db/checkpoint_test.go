@@ -7,14 +7,16 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"pacer/scheduler/storetest"
 )
 
 // Checkpoint moves committed pages from the WAL into the database file:
 // a copy of the main file alone, without its WAL, holds the operation.
 func TestCheckpointMovesTheWALIntoTheFile(t *testing.T) {
 	d, path := newTestDB(t)
-	putScope(t, d, "a", scopeOpts{})
-	enqueue(t, d, t0, newOp("op-1", "a", t0.Add(time.Minute)))
+	storetest.PutScope(t, d, "a", storetest.ScopeOpts{})
+	storetest.Enqueue(t, d, t0, storetest.NewOp("op-1", "a", t0.Add(time.Minute)))
 
 	st, err := d.Checkpoint(context.Background())
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"pacer/scheduler"
+	"pacer/scheduler/storetest"
 )
 
 // §11 "Durable before it leaves": a claim transaction commits with
@@ -18,7 +19,7 @@ import (
 func TestClaimDurableCommit(t *testing.T) {
 	const normal, full = 1, 2
 	d, _ := newTestDB(t)
-	putScope(t, d, "a", scopeOpts{MaxConcurrent: 100})
+	storetest.PutScope(t, d, "a", storetest.ScopeOpts{MaxConcurrent: 100})
 	type commit struct {
 		ids  []string // nil for the sync's commit
 		sync bool     // the sync's commit, not a claim
@@ -65,21 +66,21 @@ func TestClaimDurableCommit(t *testing.T) {
 		}
 	}
 
-	enqueue(t, d, t0, newOp("a1", "a", t0), newOp("a2", "a", t0))
+	storetest.Enqueue(t, d, t0, storetest.NewOp("a1", "a", t0), storetest.NewOp("a2", "a", t0))
 	claim(nil)
 	want(2, false)
 
-	enqueue(t, d, t0, newOp("b1", "a", t0), newOp("b2", "a", t0))
+	storetest.Enqueue(t, d, t0, storetest.NewOp("b1", "a", t0), storetest.NewOp("b2", "a", t0))
 	claim(func(scheduler.Claim) bool { return false })
 	want(2, false)
 
-	enqueue(t, d, t0, newOp("c1", "a", t0), newOp("c2", "a", t0), newOp("c3", "a", t0))
+	storetest.Enqueue(t, d, t0, storetest.NewOp("c1", "a", t0), storetest.NewOp("c2", "a", t0), storetest.NewOp("c3", "a", t0))
 	if got := claim(only("c2")); len(got) != 3 {
 		t.Fatalf("durable claim took %d, want 3", len(got))
 	}
 	want(3, true) // one sync for the batch
 
-	enqueue(t, d, t0, newOp("d1", "a", t0))
+	storetest.Enqueue(t, d, t0, storetest.NewOp("d1", "a", t0))
 	claim(only("c2")) // no such claim in this batch
 	want(1, false)
 }
@@ -90,10 +91,10 @@ func TestClaimDurableCommit(t *testing.T) {
 // writer is back on NORMAL.
 func TestClaimDurableSyncFails(t *testing.T) {
 	d, _ := newTestDB(t)
-	putScope(t, d, "a", scopeOpts{MaxConcurrent: 100})
+	storetest.PutScope(t, d, "a", storetest.ScopeOpts{MaxConcurrent: 100})
 	broken := errors.New("sync refused")
 	d.OnWALSync(func(int) error { return broken })
-	enqueue(t, d, t0, newOp("a1", "a", t0), newOp("a2", "a", t0))
+	storetest.Enqueue(t, d, t0, storetest.NewOp("a1", "a", t0), storetest.NewOp("a2", "a", t0))
 	ctx := context.Background()
 	claims, err := d.ClaimDue(ctx, scheduler.ClaimParams{Now: t0, Limit: 10, LeaseFor: time.Minute,
 		Durable: func(c scheduler.Claim) bool { return c.Operation.ID == "a2" }})
@@ -108,7 +109,7 @@ func TestClaimDurableSyncFails(t *testing.T) {
 		t.Fatalf("writer synchronous = %d (%v), want 1 (NORMAL)", mode, err)
 	}
 	// Plain claims need no sync and are handed out.
-	enqueue(t, d, t0, newOp("b1", "a", t0))
+	storetest.Enqueue(t, d, t0, storetest.NewOp("b1", "a", t0))
 	if claims, err := d.ClaimDue(ctx, scheduler.ClaimParams{Now: t0, Limit: 10, LeaseFor: time.Minute}); err != nil || len(claims) != 1 {
 		t.Fatalf("plain claim = %d, %v; want 1", len(claims), err)
 	}

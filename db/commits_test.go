@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"pacer/scheduler"
+	"pacer/scheduler/storetest"
 )
 
 // OnCommit: every function added is called after each committed write,
@@ -31,12 +32,12 @@ func TestOnCommit(t *testing.T) {
 	d.OnCommit(func() { mu.Lock(); calls[1]++; mu.Unlock() })
 	count := func() [2]int { mu.Lock(); defer mu.Unlock(); return calls }
 
-	putScope(t, d, "a", scopeOpts{})
+	storetest.PutScope(t, d, "a", storetest.ScopeOpts{})
 	if got := count(); got != [2]int{1, 1} {
 		t.Fatalf("after a scope write: calls %v, want one to each hook", got)
 	}
-	enqueue(t, d, t0, newOp("op-1", "a", t0))
-	claim(t, d, t0, 1)
+	storetest.Enqueue(t, d, t0, storetest.NewOp("op-1", "a", t0))
+	storetest.Claim(t, d, t0, 1)
 	mu.Lock()
 	if len(states) != 2 || states[0] != scheduler.StateScheduled || states[1] != scheduler.StateRunning {
 		t.Errorf("the hook read op-1 as %v, want [scheduled running]: each commit visible when its hook runs", states)

@@ -8,41 +8,25 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"pacer/db"
+	"pacer/internal/pacertest"
 	"pacer/scheduler"
+	"pacer/scheduler/storetest"
 )
 
 // t0 is the fixed "now" of the tests.
-var t0 = time.Date(2026, 9, 11, 2, 0, 0, 0, time.UTC)
-
-// testKey is a fixed credentials key.
-func testKey() []byte {
-	return []byte("0123456789abcdef0123456789abcdef")
-}
+var t0 = storetest.T0
 
 // newTestDB opens a fresh database file in a temporary directory and closes
 // it when the test ends. It returns the store and the file's path.
 func newTestDB(t *testing.T) (*db.DB, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "pacer.db")
-	return openTestDB(t, path), path
-}
-
-// openTestDB opens the database at path with the test key and closes it
-// when the test ends.
-func openTestDB(t *testing.T, path string) *db.DB {
-	t.Helper()
-	d, err := db.Open(path, db.Options{Key: testKey()})
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	t.Cleanup(func() { d.Close() })
-	return d
+	return pacertest.OpenStoreAt(t, path), path
 }
 
 // rawDB opens the database file directly, to read or tamper with rows.
@@ -76,80 +60,6 @@ func queryPlan(t testing.TB, raw *sql.DB, query string, args ...any) string {
 	return strings.Join(plan, "; ")
 }
 
-// scopeOpts shape a test scope; zero values are sensible.
-type scopeOpts struct {
-	MaxConcurrent int
-	Rate          *scheduler.RateLimit
-	Credentials   scheduler.Credentials
-}
-
-// putScope creates or replaces a scope.
-func putScope(t testing.TB, d *db.DB, name string, o scopeOpts) scheduler.Scope {
-	t.Helper()
-	if o.MaxConcurrent == 0 {
-		o.MaxConcurrent = 4
-	}
-	s, _, err := d.PutScope(context.Background(), scheduler.ScopeConfig{
-		Name: name, Provider: "generic", BaseURL: "https://api.example.com",
-		Credentials: o.Credentials, MaxConcurrent: o.MaxConcurrent, RateLimit: o.Rate,
-	}, scheduler.Action{Actor: "test", At: t0, Reason: "setup"})
-	if err != nil {
-		t.Fatalf("put scope %s: %v", name, err)
-	}
-	return s
-}
-
-// newOp is a valid operation of scope due at notBefore.
-func newOp(id, scope string, notBefore time.Time) scheduler.NewOperation {
-	return scheduler.NewOperation{
-		ID: id, Scope: scope, Kind: scheduler.KindMutation,
-		Request: scheduler.Request{
-			Method: "POST", Path: "/things", Headers: map[string]string{"Accept": "application/json"},
-			Body: []byte(`{"n":1}`), ContentType: "application/json",
-		},
-		RequestIdentity: id, NotBefore: notBefore,
-		Retry:       scheduler.Retry{MaxAttempts: 5, MaxElapsed: time.Hour},
-		ContentHash: "hash-" + id,
-	}
-}
-
-// enqueue stores ops at now and fails on any rejection.
-func enqueue(t *testing.T, d *db.DB, now time.Time, ops ...scheduler.NewOperation) []scheduler.Operation {
-	t.Helper()
-	res, err := d.Enqueue(context.Background(), ops, now)
-	if err != nil {
-		t.Fatalf("enqueue: %v", err)
-	}
-	out := make([]scheduler.Operation, len(res))
-	for i, r := range res {
-		if r.Err != nil {
-			t.Fatalf("enqueue %s: %v", ops[i].ID, r.Err)
-		}
-		out[i] = r.Operation
-	}
-	return out
-}
-
-// claim claims due operations at now, leasing them for a minute.
-func claim(t *testing.T, d *db.DB, now time.Time, limit int) []scheduler.Claim {
-	t.Helper()
-	cs, err := d.ClaimDue(context.Background(), scheduler.ClaimParams{Now: now, Limit: limit, LeaseFor: time.Minute})
-	if err != nil {
-		t.Fatalf("claim: %v", err)
-	}
-	return cs
-}
-
-// getOp reads one operation.
-func getOp(t *testing.T, d *db.DB, id string) scheduler.Operation {
-	t.Helper()
-	op, err := d.GetOperation(context.Background(), id)
-	if err != nil {
-		t.Fatalf("get %s: %v", id, err)
-	}
-	return op
-}
-
 func TestOpen(t *testing.T) {
 	t.Run("SchemaApplied", func(t *testing.T) {
 		d, path := newTestDB(t)
@@ -174,9 +84,9 @@ func TestOpen(t *testing.T) {
 
 	t.Run("ReopenKeepsSchema", func(t *testing.T) {
 		d, path := newTestDB(t)
-		putScope(t, d, "a", scopeOpts{})
+		storetest.PutScope(t, d, "a", storetest.ScopeOpts{})
 		d.Close()
-		d = openTestDB(t, path)
+		d = pacertest.OpenStoreAt(t, path)
 		if _, err := d.GetScope(context.Background(), "a"); err != nil {
 			t.Fatalf("get scope after reopen: %v", err)
 		}
@@ -188,8 +98,8 @@ func TestOpen(t *testing.T) {
 			t.Fatal(err)
 		}
 		path := filepath.Join(dir, "pacer db?.db")
-		d := openTestDB(t, path)
-		putScope(t, d, "a", scopeOpts{})
+		d := pacertest.OpenStoreAt(t, path)
+		storetest.PutScope(t, d, "a", storetest.ScopeOpts{})
 		if _, err := os.Stat(path); err != nil {
 			t.Fatalf("database not at its path: %v", err)
 		}
@@ -204,7 +114,7 @@ func TestOpen(t *testing.T) {
 		if _, err := rawDB(t, path).Exec(`PRAGMA user_version = 99`); err != nil {
 			t.Fatal(err)
 		}
-		_, err := db.Open(path, db.Options{Key: testKey()})
+		_, err := db.Open(path, pacertest.Options())
 		var tooNew *db.SchemaTooNewError
 		if !errors.As(err, &tooNew) || tooNew.Found != 99 {
 			t.Fatalf("open = %v, want SchemaTooNewError for 99", err)
@@ -223,7 +133,7 @@ func TestOpen(t *testing.T) {
 
 	t.Run("ErrWrongKey", func(t *testing.T) {
 		d, path := newTestDB(t)
-		putScope(t, d, "a", scopeOpts{Credentials: scheduler.Credentials{Type: scheduler.CredentialBearer, Token: "tok"}})
+		storetest.PutScope(t, d, "a", storetest.ScopeOpts{Credentials: scheduler.Credentials{Type: scheduler.CredentialBearer, Token: "tok"}})
 		d.Close()
 		other := []byte("ffffffffffffffffffffffffffffffff")
 		_, err := db.Open(path, db.Options{Key: other})
@@ -235,17 +145,17 @@ func TestOpen(t *testing.T) {
 
 func TestBackup(t *testing.T) {
 	d, _ := newTestDB(t)
-	putScope(t, d, "a", scopeOpts{})
-	enqueue(t, d, t0, newOp("op-1", "a", t0))
+	storetest.PutScope(t, d, "a", storetest.ScopeOpts{})
+	storetest.Enqueue(t, d, t0, storetest.NewOp("op-1", "a", t0))
 	to := filepath.Join(t.TempDir(), "backup.db")
 	if err := d.Backup(context.Background(), to); err != nil {
 		t.Fatalf("backup: %v", err)
 	}
-	b := openTestDB(t, to)
+	b := pacertest.OpenStoreAt(t, to)
 	if err := b.Check(context.Background()); err != nil {
 		t.Fatalf("check backup: %v", err)
 	}
-	if got := getOp(t, b, "op-1"); got.State != scheduler.StateScheduled {
+	if got := storetest.GetOp(t, b, "op-1"); got.State != scheduler.StateScheduled {
 		t.Fatalf("backup op state = %s", got.State)
 	}
 	if err := d.Backup(context.Background(), to); err == nil || !strings.Contains(err.Error(), "exists") {
@@ -267,7 +177,7 @@ func checkCode(t *testing.T, err error, code int) {
 
 func TestSchemaChecks(t *testing.T) {
 	d, path := newTestDB(t)
-	putScope(t, d, "a", scopeOpts{})
+	storetest.PutScope(t, d, "a", storetest.ScopeOpts{})
 	raw := rawDB(t, path)
 	insert := func(state, hold, failure string, lease any) error {
 		_, err := raw.Exec(`

@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"pacer/db"
+	"pacer/internal/pacertest"
 	"pacer/scheduler"
+	"pacer/scheduler/storetest"
 )
 
 // fillDue inserts n due operations of scope straight into the table (a
@@ -32,15 +33,15 @@ func fillDue(tb testing.TB, raw *sql.DB, scope string, n int, dueAt time.Time) {
 // and 10 in B, B's work starts within the first claim passes.
 func TestClaimIsFairAcrossScopes(t *testing.T) {
 	d, path := newTestDB(t)
-	putScope(t, d, "big", scopeOpts{MaxConcurrent: 1000})
-	putScope(t, d, "small", scopeOpts{MaxConcurrent: 1000})
+	storetest.PutScope(t, d, "big", storetest.ScopeOpts{MaxConcurrent: 1000})
+	storetest.PutScope(t, d, "small", storetest.ScopeOpts{MaxConcurrent: 1000})
 	raw := rawDB(t, path)
 	fillDue(t, raw, "big", 100_000, t0.Add(-time.Hour)) // older than small's
 	fillDue(t, raw, "small", 10, t0)
 
 	small := 0
 	for pass := 0; pass < 2; pass++ {
-		for _, c := range claim(t, d, t0, 16) {
+		for _, c := range storetest.Claim(t, d, t0, 16) {
 			if c.Scope.Name == "small" {
 				small++
 			}
@@ -60,13 +61,9 @@ func BenchmarkClaim(b *testing.B) {
 	for _, backlog := range []int{0, 1_000_000} {
 		b.Run(fmt.Sprintf("pausedBacklog=%d", backlog), func(b *testing.B) {
 			path := filepath.Join(b.TempDir(), "bench.db")
-			d, err := db.Open(path, db.Options{Key: testKey()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer d.Close()
-			putScope(b, d, "open", scopeOpts{MaxConcurrent: 1 << 20})
-			putScope(b, d, "paused", scopeOpts{MaxConcurrent: 1 << 20})
+			d := pacertest.OpenStoreAt(b, path)
+			storetest.PutScope(b, d, "open", storetest.ScopeOpts{MaxConcurrent: 1 << 20})
+			storetest.PutScope(b, d, "paused", storetest.ScopeOpts{MaxConcurrent: 1 << 20})
 			raw := rawDB(b, path)
 			if backlog > 0 {
 				fillDue(b, raw, "paused", backlog, t0)

@@ -11,6 +11,7 @@ import (
 	"pacer/db"
 	"pacer/providers"
 	"pacer/scheduler"
+	"pacer/scheduler/storetest"
 )
 
 // The JSON columns as this version of pacer writes them, copied from a
@@ -139,12 +140,12 @@ func TestStoredFormats(t *testing.T) {
 		}
 		var ops []scheduler.NewOperation
 		for _, f := range formatOps {
-			op := newOp(f.id, f.scope, t0)
+			op := storetest.NewOp(f.id, f.scope, t0)
 			op.Request.Headers = f.headers
 			ops = append(ops, op)
 		}
-		ops = append(ops, newOp("fmt-none-op", "fmt-none", t0))
-		enqueue(t, d, t0, ops...)
+		ops = append(ops, storetest.NewOp("fmt-none-op", "fmt-none", t0))
+		storetest.Enqueue(t, d, t0, ops...)
 	}
 	// columns reads the stored JSON of the operation id and its first
 	// attempt.
@@ -163,7 +164,7 @@ func TestStoredFormats(t *testing.T) {
 	t.Run("WritesTodaysRows", func(t *testing.T) {
 		d, path := newTestDB(t)
 		putFormatScopes(t, d)
-		claims := claim(t, d, t0, 10)
+		claims := storetest.Claim(t, d, t0, 10)
 		for _, c := range claims {
 			for _, f := range formatOps {
 				if f.id != c.Operation.ID {
@@ -228,7 +229,7 @@ func TestStoredFormats(t *testing.T) {
 		}
 
 		// Only claims carry the credentials' values.
-		claims := claim(t, d, t0, 10)
+		claims := storetest.Claim(t, d, t0, 10)
 		if len(claims) != len(storedScopes) {
 			t.Fatalf("claimed %d operations, want one per scope (%d)", len(claims), len(storedScopes))
 		}
@@ -304,7 +305,7 @@ func TestStoredFormats(t *testing.T) {
 			},
 		}
 		for id, w := range want {
-			op := getOp(t, d, id)
+			op := storetest.GetOp(t, d, id)
 			check(id, "headers", op.Request.Headers, w.headers)
 			check(id, "last outcome and response", op.LastOutcome, w.outcome)
 			check(id, "result", op.Result, w.result)

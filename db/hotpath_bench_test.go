@@ -3,13 +3,14 @@ package db_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"pacer/db"
+	"pacer/internal/pacertest"
 	"pacer/providers"
 	"pacer/scheduler"
+	"pacer/scheduler/storetest"
 )
 
 // The hot path of the store, one benchmark per step an operation takes:
@@ -25,13 +26,9 @@ const benchScopes = 10
 // openBenchDB opens a fresh store with benchScopes open scopes s0…s9.
 func openBenchDB(b *testing.B) *db.DB {
 	b.Helper()
-	d, err := db.Open(filepath.Join(b.TempDir(), "bench.db"), db.Options{Key: testKey()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { d.Close() })
+	d := pacertest.OpenStore(b)
 	for i := range benchScopes {
-		putScope(b, d, fmt.Sprintf("s%d", i), scopeOpts{MaxConcurrent: 1 << 20})
+		storetest.PutScope(b, d, fmt.Sprintf("s%d", i), storetest.ScopeOpts{MaxConcurrent: 1 << 20})
 	}
 	return d
 }
@@ -40,7 +37,7 @@ func openBenchDB(b *testing.B) *db.DB {
 func benchOps(prefix string, n int) []scheduler.NewOperation {
 	ops := make([]scheduler.NewOperation, n)
 	for i := range ops {
-		ops[i] = newOp(fmt.Sprintf("%s-%d", prefix, i), fmt.Sprintf("s%d", i%benchScopes), t0)
+		ops[i] = storetest.NewOp(fmt.Sprintf("%s-%d", prefix, i), fmt.Sprintf("s%d", i%benchScopes), t0)
 	}
 	return ops
 }

@@ -12,6 +12,7 @@ import (
 
 	"pacer/db"
 	"pacer/scheduler"
+	"pacer/scheduler/storetest"
 )
 
 func TestParseKey(t *testing.T) {
@@ -81,7 +82,7 @@ func TestCredentialsEncryptedAtRest(t *testing.T) {
 	const token = "ghp_SUPERSECRETTOKEN0123456789"
 	d, path := newTestDB(t)
 	ctx := context.Background()
-	putScope(t, d, "a", scopeOpts{Credentials: scheduler.Credentials{Type: scheduler.CredentialBearer, Token: token}})
+	storetest.PutScope(t, d, "a", storetest.ScopeOpts{Credentials: scheduler.Credentials{Type: scheduler.CredentialBearer, Token: token}})
 
 	raw := rawDB(t, path)
 	var blob []byte
@@ -92,13 +93,13 @@ func TestCredentialsEncryptedAtRest(t *testing.T) {
 		t.Fatal("credentials blob holds the plain text")
 	}
 
-	enqueue(t, d, t0, newOp("op-a", "a", t0))
-	if cs := claim(t, d, t0, 1); len(cs) != 1 || cs[0].Scope.Credentials.Token != token {
+	storetest.Enqueue(t, d, t0, storetest.NewOp("op-a", "a", t0))
+	if cs := storetest.Claim(t, d, t0, 1); len(cs) != 1 || cs[0].Scope.Credentials.Token != token {
 		t.Fatal("credentials did not round-trip to the claim")
 	}
 
 	t.Run("BoundToScopeName", func(t *testing.T) {
-		putScope(t, d, "b", scopeOpts{})
+		storetest.PutScope(t, d, "b", storetest.ScopeOpts{})
 		if _, err := raw.Exec(`UPDATE scopes SET credentials = ? WHERE name = 'b'`, blob); err != nil {
 			t.Fatal(err)
 		}
@@ -144,11 +145,11 @@ func TestOnlyClaimsCarryCredentials(t *testing.T) {
 		}
 	}
 	for name, c := range creds {
-		typeOnly("PutScope", putScope(t, d, name, scopeOpts{Credentials: c}))
-		enqueue(t, d, t0, newOp("op-"+name, name, t0))
+		typeOnly("PutScope", storetest.PutScope(t, d, name, storetest.ScopeOpts{Credentials: c}))
+		storetest.Enqueue(t, d, t0, storetest.NewOp("op-"+name, name, t0))
 	}
 
-	claims := claim(t, d, t0, 10)
+	claims := storetest.Claim(t, d, t0, 10)
 	running, err := d.ListRunning(ctx, time.Time{}, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -2,14 +2,13 @@ package demo_test
 
 import (
 	"context"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"pacer/db"
 	"pacer/demo"
+	"pacer/internal/pacertest"
 	"pacer/scheduler"
 )
 
@@ -20,11 +19,7 @@ import (
 func TestSeedShowsEveryStateWithinAMinute(t *testing.T) {
 	ctx := context.Background()
 	prov, clk := startProvider(t)
-	store, err := db.Open(filepath.Join(t.TempDir(), "demo.db"), db.Options{Key: []byte("0123456789abcdef0123456789abcdef")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := pacertest.OpenStore(t)
 	sched, err := scheduler.New(store, clk, scheduler.Config{Engine: scheduler.EngineConfig{Random: func() float64 { return 0.5 }}})
 	if err != nil {
 		t.Fatal(err)
@@ -103,11 +98,7 @@ func TestSeedShowsEveryStateWithinAMinute(t *testing.T) {
 // ticks of the mock clock.
 func TestTrafficEnqueuesUntilCanceled(t *testing.T) {
 	prov, clk := startProvider(t)
-	store, err := db.Open(filepath.Join(t.TempDir(), "demo.db"), db.Options{Key: []byte("0123456789abcdef0123456789abcdef")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := pacertest.OpenStore(t)
 	sched, err := scheduler.New(store, clk, scheduler.Config{})
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -24,8 +23,8 @@ import (
 	"github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/go-chi/chi/v5"
 
-	"pacer/db"
 	"pacer/httpapi"
+	"pacer/internal/pacertest"
 	"pacer/metrics"
 	"pacer/scheduler"
 )
@@ -68,11 +67,7 @@ type apiEnv struct {
 
 func newAPIEnv(t *testing.T) *apiEnv {
 	t.Helper()
-	store, err := db.Open(filepath.Join(t.TempDir(), "pacer.db"), db.Options{Key: bytes.Repeat([]byte{0x42}, 32)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := pacertest.OpenStore(t)
 	mock := clock.NewMock()
 	mock.Set(testNow)
 	sched, err := scheduler.New(store, mock, scheduler.Config{Engine: scheduler.EngineConfig{Random: func() float64 { return 0.5 }}})

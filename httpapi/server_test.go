@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +18,7 @@ import (
 
 	"pacer/db"
 	"pacer/httpapi"
+	"pacer/internal/pacertest"
 	"pacer/scheduler"
 )
 
@@ -61,11 +61,7 @@ type testBundle struct {
 // after checking that no secret reached the log.
 func setup(t *testing.T, opts setupOpts) *testBundle {
 	t.Helper()
-	key := bytes.Repeat([]byte{0x42}, 32)
-	store, err := db.Open(filepath.Join(t.TempDir(), "pacer.db"), db.Options{Key: key})
-	if err != nil {
-		t.Fatalf("open db: %v", err)
-	}
+	store := pacertest.OpenStore(t)
 	mock := clock.NewMock()
 	mock.Set(testNow)
 	sched, err := scheduler.New(store, mock, scheduler.Config{})

@@ -22,6 +22,7 @@ import (
 
 	"pacer/db"
 	"pacer/httpapi"
+	"pacer/internal/pacertest"
 	"pacer/scheduler"
 )
 
@@ -98,11 +99,7 @@ func TestUI_Browser(t *testing.T) {
 	ctx := context.Background()
 
 	// The service: a real store, engine and clock, and one staff account.
-	store, err := db.Open(filepath.Join(t.TempDir(), "pacer.db"), db.Options{Key: bytes.Repeat([]byte{0x42}, 32)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := pacertest.OpenStore(t)
 	if err := store.AddUser(ctx, db.NewUser{Name: "alice", Password: uiPassword, Cost: bcrypt.MinCost}, time.Now()); err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +21,7 @@ import (
 
 	"pacer/db"
 	"pacer/httpapi"
+	"pacer/internal/pacertest"
 	"pacer/providers"
 	"pacer/scheduler"
 )
@@ -58,10 +58,7 @@ type uiBundle struct {
 // setupUI starts a server with the support page for one test.
 func setupUI(t *testing.T, opts uiOpts) *uiBundle {
 	t.Helper()
-	store, err := db.Open(filepath.Join(t.TempDir(), "pacer.db"), db.Options{Key: bytes.Repeat([]byte{0x42}, 32)})
-	if err != nil {
-		t.Fatalf("open db: %v", err)
-	}
+	store := pacertest.OpenStore(t)
 	mock := clock.NewMock()
 	mock.Set(testNow)
 	sched, err := scheduler.New(store, mock, scheduler.Config{})

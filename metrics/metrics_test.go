@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,6 +16,7 @@ import (
 
 	"pacer/db"
 	"pacer/httpapi"
+	"pacer/internal/pacertest"
 	"pacer/metrics"
 	"pacer/scheduler"
 )
@@ -37,11 +37,7 @@ func setup(t *testing.T) *bundle {
 	t.Helper()
 	clk := clock.NewMock()
 	clk.Set(t0)
-	store, err := db.Open(filepath.Join(t.TempDir(), "pacer.db"), db.Options{Key: []byte("0123456789abcdef0123456789abcdef")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := pacertest.OpenStore(t)
 	b := &bundle{clock: clk, store: store}
 	m, err := metrics.New(metrics.Config{Counts: store, Clock: clk, Version: "test"})
 	if err != nil {

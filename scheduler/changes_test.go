@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"pacer/db"
+	"pacer/internal/pacertest"
 	"pacer/scheduler"
 )
 
@@ -47,11 +47,7 @@ type feedHarness struct {
 
 func newFeedHarness(t *testing.T) *feedHarness {
 	t.Helper()
-	d, err := db.Open(filepath.Join(t.TempDir(), "pacer.db"), db.Options{Key: testKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	d := pacertest.OpenStore(t)
 	clk := clock.NewMock()
 	clk.Set(t0)
 	store := feedStore{DB: d, empty: make(chan struct{}, 1)}

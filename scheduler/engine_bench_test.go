@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/benbjohnson/clock"
 
-	"pacer/db"
+	"pacer/internal/pacertest"
 	"pacer/scheduler"
 )
 
@@ -25,11 +24,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 		w.Write([]byte(`{"ok":true}`))
 	}))
 	defer provider.Close()
-	store, err := db.Open(filepath.Join(b.TempDir(), "bench.db"), db.Options{Key: testKey})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer store.Close()
+	store := pacertest.OpenStore(b)
 	clk := clock.New()
 	policy := scheduler.DefaultPolicy()
 	s := newScheduler(b, store, clk, scheduler.Config{Policy: policy, Engine: scheduler.EngineConfig{Workers: 64}})

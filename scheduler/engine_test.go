@@ -14,6 +14,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"pacer/db"
+	"pacer/internal/pacertest"
 	"pacer/providers"
 	"pacer/scheduler"
 )
@@ -30,8 +31,6 @@ type harness struct {
 	cfg    scheduler.EngineConfig
 }
 
-var testKey = []byte("0123456789abcdef0123456789abcdef")
-
 func setup(t *testing.T, cfg scheduler.EngineConfig) *harness {
 	t.Helper()
 	clk := clock.NewMock()
@@ -45,11 +44,7 @@ func setup(t *testing.T, cfg scheduler.EngineConfig) *harness {
 // restarted process would.
 func (h *harness) open() {
 	h.t.Helper()
-	store, err := db.Open(h.path, db.Options{Key: testKey})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.t.Cleanup(func() { store.Close() })
+	store := pacertest.OpenStoreAt(h.t, h.path)
 	cfg := h.cfg
 	if cfg.Random == nil {
 		cfg.Random = half

@@ -11,6 +11,7 @@ import (
 	"pgregory.net/rapid"
 
 	"pacer/db"
+	"pacer/internal/pacertest"
 	"pacer/providers"
 	"pacer/scheduler"
 )
@@ -44,7 +45,7 @@ type modelOp struct {
 const leaseFor = 30 * time.Second
 
 func (m *machine) open() {
-	store, err := db.Open(m.path, db.Options{Key: testKey})
+	store, err := db.Open(m.path, pacertest.Options())
 	if err != nil {
 		m.t.Fatal(err)
 	}

@@ -1,0 +1,435 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"pacer/providers"
+	"pacer/scheduler"
+)
+
+func testEnqueue(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	PutScope(t, d, "a", ScopeOpts{})
+	in := NewOp("op-1", "a", T0.Add(time.Minute))
+
+	res, err := d.Enqueue(ctx, []scheduler.NewOperation{in}, T0)
+	if err != nil || res[0].Err != nil || !res[0].Created {
+		t.Fatalf("enqueue = %v, %+v", err, res)
+	}
+	op := res[0].Operation
+	want := scheduler.Operation{
+		ID: "op-1", Scope: "a", Provider: "generic", Kind: scheduler.KindMutation, Request: in.Request,
+		RequestIdentity: "op-1", State: scheduler.StateScheduled, NextAttemptAt: T0.Add(time.Minute),
+		CreatedAt: T0, UpdatedAt: T0, Deadline: T0.Add(time.Minute + time.Hour), Retry: in.Retry, ContentHash: in.ContentHash,
+	}
+	if !reflect.DeepEqual(op, want) {
+		t.Fatalf("operation\n got %+v\nwant %+v", op, want)
+	}
+
+	t.Run("SameContentIsExisting", func(t *testing.T) {
+		res, err := d.Enqueue(ctx, []scheduler.NewOperation{in}, T0.Add(time.Hour))
+		if err != nil || res[0].Err != nil || res[0].Created {
+			t.Fatalf("again = %v, %+v", err, res)
+		}
+		if !reflect.DeepEqual(res[0].Operation, op) {
+			t.Fatal("existing operation differs")
+		}
+	})
+
+	t.Run("ErrConflict", func(t *testing.T) {
+		other := in
+		other.ContentHash = "other"
+		res, err := d.Enqueue(ctx, []scheduler.NewOperation{other}, T0)
+		if err != nil || !errors.Is(res[0].Err, scheduler.ErrConflict) {
+			t.Fatalf("conflict = %v, %+v", err, res)
+		}
+	})
+
+	t.Run("BatchRejectsOnlyBadItems", func(t *testing.T) {
+		res, err := d.Enqueue(ctx, []scheduler.NewOperation{
+			NewOp("op-2", "a", T0), NewOp("op-3", "missing", T0), NewOp("op-2", "a", T0),
+		}, T0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res[0].Created || !errors.Is(res[1].Err, scheduler.ErrUnknownScope) || !strings.Contains(res[1].Err.Error(), "missing") ||
+			res[2].Created || res[2].Err != nil {
+			t.Fatalf("results %+v", res)
+		}
+		if _, err := d.GetOperation(ctx, "op-3"); !errors.Is(err, scheduler.ErrNotFound) {
+			t.Fatalf("rejected item stored: %v", err)
+		}
+	})
+
+	t.Run("NothingWrittenForExisting", func(t *testing.T) {
+		n := 0
+		for _, c := range AllChanges(t, d) {
+			if c.OperationID == "op-1" {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Fatalf("changes rows for op-1 = %d, want 1", n)
+		}
+	})
+}
+
+func testListOperations(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	PutScope(t, d, "a", ScopeOpts{})
+	PutScope(t, d, "b", ScopeOpts{})
+	// Five operations, one per minute, alternating scopes; op-3 is canceled.
+	for i := range 5 {
+		scope := "a"
+		if i%2 == 1 {
+			scope = "b"
+		}
+		Enqueue(t, d, T0.Add(time.Duration(i)*time.Minute), NewOp("op-"+string(rune('0'+i)), scope, T0))
+	}
+	if _, err := d.CancelOperation(ctx, "op-3", scheduler.Action{Actor: "x", At: T0, Reason: "r"}); err != nil {
+		t.Fatal(err)
+	}
+
+	ids := func(p scheduler.OperationPage) string {
+		var s []string
+		for _, o := range p.Operations {
+			s = append(s, o.ID)
+		}
+		return strings.Join(s, ",")
+	}
+	t.Run("PagesNewestFirst", func(t *testing.T) {
+		var got []string
+		f := scheduler.OperationFilter{Limit: 2}
+		for {
+			p, err := d.ListOperations(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, ids(p))
+			if p.Next == "" {
+				break
+			}
+			f.Cursor = p.Next
+		}
+		if g, w := strings.Join(got, "|"), "op-4,op-3|op-2,op-1|op-0"; g != w {
+			t.Fatalf("pages %s, want %s", g, w)
+		}
+	})
+	t.Run("Filters", func(t *testing.T) {
+		for _, tc := range []struct {
+			f    scheduler.OperationFilter
+			want string
+		}{
+			{scheduler.OperationFilter{Scope: "a"}, "op-4,op-2,op-0"},
+			{scheduler.OperationFilter{Scope: "b", State: scheduler.StateScheduled}, "op-1"},
+			{scheduler.OperationFilter{State: scheduler.StateCanceled}, "op-3"},
+			{scheduler.OperationFilter{Scope: "none"}, ""},
+		} {
+			p, err := d.ListOperations(ctx, tc.f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ids(p); got != tc.want || p.Next != "" {
+				t.Fatalf("%+v: got %q next %q, want %q", tc.f, got, p.Next, tc.want)
+			}
+		}
+	})
+	t.Run("ErrBadCursor", func(t *testing.T) {
+		_, err := d.ListOperations(ctx, scheduler.OperationFilter{Cursor: "garbage!"})
+		var v *scheduler.ValidationError
+		if !errors.As(err, &v) || v.Fields[0].Field != "cursor" {
+			t.Fatalf("bad cursor = %v", err)
+		}
+	})
+	t.Run("ErrNotFound", func(t *testing.T) {
+		if _, err := d.GetOperation(ctx, "nope"); !errors.Is(err, scheduler.ErrNotFound) {
+			t.Fatalf("get unknown = %v", err)
+		}
+		if _, err := d.ListAttempts(ctx, "nope"); !errors.Is(err, scheduler.ErrNotFound) {
+			t.Fatalf("attempts of unknown = %v", err)
+		}
+	})
+}
+
+// The operation Enqueue returns is built from what it wrote, not read
+// back: it must equal what a read returns, to the millisecond stored, for
+// every shape of request (headers or none, body or none, sub-millisecond
+// times and retry bounds, a notBefore or none).
+func testEnqueueReturnsWhatIsStored(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	PutScope(t, d, "a", ScopeOpts{})
+	now := T0.Add(1234567 * time.Nanosecond)
+	full := NewOp("full", "a", now.Add(1500*time.Microsecond))
+	full.Retry.MaxElapsed = time.Hour + 999*time.Microsecond
+	bare := NewOp("bare", "a", time.Time{})
+	bare.Request = scheduler.Request{Method: "GET", Path: "/x", Headers: map[string]string{}, Body: []byte{}}
+	bare.Kind = scheduler.KindRead
+	res, err := d.Enqueue(ctx, []scheduler.NewOperation{full, bare}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Err != nil || !r.Created {
+			t.Fatalf("enqueue: %+v", r)
+		}
+		read := GetOp(t, d, r.Operation.ID)
+		if !reflect.DeepEqual(r.Operation, read) {
+			t.Fatalf("enqueue returned\n%+v\nread back\n%+v", r.Operation, read)
+		}
+	}
+}
+
+func testListOperationsFilters(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	PutScope(t, d, "a", ScopeOpts{MaxConcurrent: 10})
+	PutScope(t, d, "b", ScopeOpts{MaxConcurrent: 10})
+	// Six operations created a minute apart: a-0 held (unknownOutcome),
+	// b-1 failed (permanent), a-2 failed (retryBudgetExhausted), b-3
+	// held (authRevoked), a-4 and b-5 scheduled.
+	ids := []string{"a-0", "b-1", "a-2", "b-3", "a-4", "b-5"}
+	for i, id := range ids {
+		Enqueue(t, d, T0.Add(time.Duration(i)*time.Minute), NewOp(id, id[:1], T0))
+	}
+	ends := map[string]scheduler.Decision{
+		"a-0": {State: scheduler.StateHeld, HoldReason: scheduler.HoldUnknownOutcome},
+		"b-1": {State: scheduler.StateFailed, FailureReason: scheduler.FailurePermanent},
+		"a-2": {State: scheduler.StateFailed, FailureReason: scheduler.FailureRetryBudgetExhausted},
+		"b-3": {State: scheduler.StateHeld, HoldReason: scheduler.HoldAuthRevoked},
+	}
+	claims := Claim(t, d, T0.Add(10*time.Minute), 10)
+	for i, c := range claims {
+		dec, ok := ends[c.Operation.ID]
+		if !ok {
+			dec = scheduler.Decision{State: scheduler.StateScheduled, NextAttemptAt: T0.Add(time.Hour)}
+		}
+		// Updated at +20m, +21m, … in claim order.
+		Complete(t, d, c, T0.Add(time.Duration(20+i)*time.Minute), dec, providers.Outcome{Class: providers.ClassTransient})
+	}
+	updated := map[string]time.Time{}
+	for _, id := range ids {
+		updated[id] = GetOp(t, d, id).UpdatedAt
+	}
+
+	list := func(t *testing.T, f scheduler.OperationFilter) string {
+		t.Helper()
+		var got []string
+		for range 10 {
+			p, err := d.ListOperations(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range p.Operations {
+				got = append(got, o.ID)
+			}
+			if p.Next == "" {
+				return strings.Join(got, ",")
+			}
+			f.Cursor = p.Next
+		}
+		t.Fatal("more than 10 pages")
+		return ""
+	}
+	for _, tc := range []struct {
+		name string
+		f    scheduler.OperationFilter
+		want string
+	}{
+		{"HoldReason", scheduler.OperationFilter{Reason: "unknownOutcome"}, "a-0"},
+		{"FailureReason", scheduler.OperationFilter{Reason: "permanent"}, "b-1"},
+		{"ReasonAndState", scheduler.OperationFilter{Reason: "authRevoked", State: scheduler.StateHeld}, "b-3"},
+		{"ReasonOtherState", scheduler.OperationFilter{Reason: "authRevoked", State: scheduler.StateFailed}, ""},
+		{"ReasonAndScope", scheduler.OperationFilter{Reason: "retryBudgetExhausted", Scope: "a"}, "a-2"},
+		{"UnknownReason", scheduler.OperationFilter{Reason: "nope"}, ""},
+		{"CreatedAfterInclusive", scheduler.OperationFilter{CreatedAfter: T0.Add(4 * time.Minute)}, "b-5,a-4"},
+		{"CreatedBeforeExclusive", scheduler.OperationFilter{CreatedBefore: T0.Add(2 * time.Minute)}, "b-1,a-0"},
+		{"CreatedRangeTiles", scheduler.OperationFilter{CreatedAfter: T0.Add(2 * time.Minute), CreatedBefore: T0.Add(4 * time.Minute)}, "b-3,a-2"},
+		{"CreatedRangeAndScope", scheduler.OperationFilter{Scope: "b", CreatedAfter: T0.Add(time.Minute), CreatedBefore: T0.Add(5 * time.Minute)}, "b-3,b-1"},
+		{"UpdatedAfter", scheduler.OperationFilter{UpdatedAfter: updated["b-3"]}, idsUpdatedFrom(updated, updated["b-3"], time.Time{})},
+		{"UpdatedBefore", scheduler.OperationFilter{UpdatedBefore: updated["b-3"]}, idsUpdatedFrom(updated, time.Time{}, updated["b-3"])},
+		{"PagesKeepFilters", scheduler.OperationFilter{State: scheduler.StateFailed, Limit: 1}, "a-2,b-1"},
+		{"PagedRange", scheduler.OperationFilter{CreatedAfter: T0.Add(time.Minute), Limit: 2}, "b-5,a-4,b-3,a-2,b-1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := list(t, tc.f); got != tc.want {
+				t.Fatalf("%+v:\n got %s\nwant %s", tc.f, got, tc.want)
+			}
+		})
+	}
+
+}
+
+// idsUpdatedFrom lists, newest created first, the operations updated in
+// [from, to) (zero bounds are open).
+func idsUpdatedFrom(updated map[string]time.Time, from, to time.Time) string {
+	var out []string
+	for _, id := range []string{"b-5", "a-4", "b-3", "a-2", "b-1", "a-0"} {
+		u := updated[id]
+		if (!from.IsZero() && u.Before(from)) || (!to.IsZero() && !u.Before(to)) {
+			continue
+		}
+		out = append(out, id)
+	}
+	return strings.Join(out, ",")
+}
+
+// attention is the support page's default filter: held or failed.
+func attention() []scheduler.State {
+	return []scheduler.State{scheduler.StateHeld, scheduler.StateFailed}
+}
+
+// settle claims every due operation of d at now and completes each with
+// the decision decide gives its ID.
+func settle(t *testing.T, d scheduler.Store, now time.Time, decide func(id string) scheduler.Decision) {
+	t.Helper()
+	for {
+		cs := Claim(t, d, now, 100)
+		if len(cs) == 0 {
+			return
+		}
+		for _, c := range cs {
+			dec := decide(c.Operation.ID)
+			out := providers.Outcome{Class: providers.ClassTransient}
+			switch {
+			case dec.HoldReason == scheduler.HoldUnknownOutcome:
+				out.Class = providers.ClassUnknownOutcome
+			case dec.HoldReason == scheduler.HoldAuthRevoked:
+				out.Class = providers.ClassAuthRevoked
+			case dec.State == scheduler.StateFailed:
+				out.Class = providers.ClassPermanent
+			case dec.State == scheduler.StateSucceeded:
+				out.Class = providers.ClassSuccess
+			}
+			if !Complete(t, d, c, now, dec, out) {
+				t.Fatalf("completion of %s not applied", c.Operation.ID)
+			}
+		}
+	}
+}
+
+// decisions by operation ID prefix.
+func decideByPrefix(id string) scheduler.Decision {
+	switch {
+	case strings.HasPrefix(id, "unknown"):
+		return scheduler.Decision{State: scheduler.StateHeld, HoldReason: scheduler.HoldUnknownOutcome, Reason: "timeout after write"}
+	case strings.HasPrefix(id, "auth"):
+		return scheduler.Decision{State: scheduler.StateHeld, HoldReason: scheduler.HoldAuthRevoked, Reason: "401"}
+	case strings.HasPrefix(id, "bad"):
+		return scheduler.Decision{State: scheduler.StateFailed, FailureReason: scheduler.FailurePermanent, Reason: "422"}
+	}
+	return scheduler.Decision{State: scheduler.StateSucceeded, Reason: "ok"}
+}
+
+func testListOperationsAttention(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	PutScope(t, d, "a", ScopeOpts{MaxConcurrent: 100})
+	PutScope(t, d, "b", ScopeOpts{MaxConcurrent: 100})
+	// Created one second apart so "newest first" is well defined.
+	var want []string // attention rows, newest first
+	for i := range 30 {
+		var prefix string
+		switch i % 5 {
+		case 0:
+			prefix = "unknown"
+		case 1:
+			prefix = "auth"
+		case 2:
+			prefix = "bad"
+		default:
+			prefix = "ok"
+		}
+		scope := "a"
+		if i%2 == 1 {
+			scope = "b"
+		}
+		id := fmt.Sprintf("%s-%02d", prefix, i)
+		Enqueue(t, d, T0.Add(time.Duration(i)*time.Second), NewOp(id, scope, T0))
+		if prefix != "ok" {
+			want = append([]string{id}, want...)
+		}
+	}
+	Enqueue(t, d, T0.Add(time.Minute), NewOp("waiting", "a", T0.Add(time.Hour)))
+	settle(t, d, T0.Add(time.Minute), decideByPrefix)
+
+	t.Run("NewestFirstAcrossPages", func(t *testing.T) {
+		var got []string
+		f := scheduler.OperationFilter{States: attention(), Limit: 7}
+		for pages := 0; ; pages++ {
+			if pages == 10 {
+				t.Fatal("paging does not end")
+			}
+			page, err := d.ListOperations(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, op := range page.Operations {
+				got = append(got, op.ID)
+			}
+			if page.Next == "" {
+				break
+			}
+			f.Cursor = page.Next
+		}
+		if g, w := strings.Join(got, ","), strings.Join(want, ","); g != w {
+			t.Fatalf("attention list\n got %s\nwant %s", g, w)
+		}
+		n, err := d.CountOperations(ctx, scheduler.OperationFilter{States: attention(), Cursor: "ignored", Limit: 1})
+		if err != nil || n != len(want) {
+			t.Fatalf("count = %d, %v; want %d", n, err, len(want))
+		}
+	})
+
+	t.Run("ByScopeAndReason", func(t *testing.T) {
+		for _, tc := range []struct {
+			name string
+			f    scheduler.OperationFilter
+			want int
+		}{
+			{"ScopeA", scheduler.OperationFilter{States: attention(), Scope: "a"}, 9},
+			{"ScopeB", scheduler.OperationFilter{States: attention(), Scope: "b"}, 9},
+			{"Unknown", scheduler.OperationFilter{States: attention(), Reason: "unknownOutcome"}, 6},
+			{"UnknownInA", scheduler.OperationFilter{States: attention(), Reason: "unknownOutcome", Scope: "a"}, 3},
+			{"FailedInB", scheduler.OperationFilter{State: scheduler.StateFailed, Scope: "b"}, 3},
+			{"Waiting", scheduler.OperationFilter{States: []scheduler.State{scheduler.StateScheduled, scheduler.StateWaitingForBudget}}, 1},
+			{"NoSuchScope", scheduler.OperationFilter{States: attention(), Scope: "nope"}, 0},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				n, err := d.CountOperations(ctx, tc.f)
+				if err != nil || n != tc.want {
+					t.Fatalf("count = %d, %v; want %d", n, err, tc.want)
+				}
+				tc.f.Limit = 100
+				page, err := d.ListOperations(ctx, tc.f)
+				if err != nil || len(page.Operations) != tc.want {
+					t.Fatalf("list = %d, %v; want %d", len(page.Operations), err, tc.want)
+				}
+				for _, op := range page.Operations {
+					if (tc.f.Scope != "" && op.Scope != tc.f.Scope) || (tc.f.Reason != "" && string(op.HoldReason) != tc.f.Reason) {
+						t.Fatalf("%s does not match the filter", op.ID)
+					}
+				}
+			})
+		}
+	})
+
+	t.Run("ErrInvalidState", func(t *testing.T) {
+		_, err := d.ListOperations(ctx, scheduler.OperationFilter{States: []scheduler.State{"held'; DROP TABLE operations; --"}})
+		var ve *scheduler.ValidationError
+		if !errors.As(err, &ve) || ve.Fields[0].Field != "state" {
+			t.Fatalf("err = %v, want a validation error on state", err)
+		}
+		if _, err := d.CountOperations(ctx, scheduler.OperationFilter{States: []scheduler.State{"nope"}}); !errors.As(err, &ve) {
+			t.Fatalf("count err = %v, want a validation error", err)
+		}
+	})
+}
