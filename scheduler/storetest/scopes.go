@@ -142,6 +142,51 @@ func testResumeScope(t *testing.T, open Opener) {
 	}
 }
 
+// A person's pause (design §14) holds the scope's work until its end,
+// never shortens a later pause in place, is audited, and is lifted by
+// resume.
+func testPauseScope(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	PutScope(t, d, "a", ScopeOpts{})
+	Enqueue(t, d, T0, NewOp("op-1", "a", T0))
+	until := T0.Add(time.Hour)
+	act := scheduler.Action{Actor: "bob", At: T0, Reason: "provider maintenance"}
+	s, err := d.PauseScope(ctx, "a", until, act)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Status(T0) != scheduler.ScopePaused || !s.PausedUntil.Equal(until) || !strings.Contains(s.PauseReason, "provider maintenance") || !strings.Contains(s.PauseReason, "bob") {
+		t.Fatalf("after pause: %s until %s (%q)", s.Status(T0), s.PausedUntil, s.PauseReason)
+	}
+	if cs := Claim(t, d, T0.Add(30*time.Minute), 10); len(cs) != 0 {
+		t.Fatalf("claimed %d while paused by hand", len(cs))
+	}
+	if op := GetOp(t, d, "op-1"); op.State != scheduler.StateWaitingForBudget || !op.NextAttemptAt.Equal(until) {
+		t.Fatalf("op-1 %s until %s, want waitingForBudget until %s", op.State, op.NextAttemptAt, until)
+	}
+	// A shorter pause keeps the longer one.
+	if s, err = d.PauseScope(ctx, "a", T0.Add(time.Minute), act); err != nil || !s.PausedUntil.Equal(until) {
+		t.Fatalf("a shorter pause: until %s, %v; want %s kept", s.PausedUntil, err, until)
+	}
+	entries, err := d.ListScopeAudit(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(entries); n < 2 || entries[n-2].Action != "pause" || entries[n-1].Action != "pause" || !strings.Contains(entries[n-1].Detail, "kept") {
+		t.Fatalf("audit %+v, want two pauses, the second kept the first", entries)
+	}
+	if s, err = d.ResumeScope(ctx, "a", scheduler.Action{Actor: "bob", At: T0.Add(2 * time.Minute), Reason: "done"}); err != nil || s.Status(T0.Add(2*time.Minute)) != scheduler.ScopeOpen {
+		t.Fatalf("after resume: %v %v", s.Status(T0.Add(2*time.Minute)), err)
+	}
+	if len(Claim(t, d, T0.Add(2*time.Minute), 10)) != 1 {
+		t.Fatal("op-1 not claimed after resume")
+	}
+	if _, err := d.PauseScope(ctx, "nope", until, act); !errors.Is(err, scheduler.ErrNotFound) {
+		t.Fatalf("pause unknown = %v", err)
+	}
+}
+
 // A custom scope's declarative profile is stored and read back
 // equal, by GetScope, ListScopes and the claim; a built-in scope has none.
 func testPutScopeProfileSpec(t *testing.T, open Opener) {

@@ -32,6 +32,7 @@ var suite = []struct {
 	{"PutScope", testPutScope},
 	{"PutScopeProfileSpec", testPutScopeProfileSpec},
 	{"ResumeScope", testResumeScope},
+	{"PauseScope", testPauseScope},
 	{"Enqueue", testEnqueue},
 	{"EnqueueReturnsWhatIsStored", testEnqueueReturnsWhatIsStored},
 	{"EnqueueIdentityInUse", testEnqueueIdentityInUse},
