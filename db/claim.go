@@ -459,7 +459,9 @@ func (db *DB) withScopes(ctx context.Context, tx *sql.Tx, ops []opRow) ([]schedu
 			if err != nil {
 				return nil, err
 			}
-			s = sr.withSecrets()
+			if s, err = db.withSecrets(sr); err != nil {
+				return nil, err
+			}
 			scopes[r.scopeID] = s
 		}
 		r.Operation.Scope, r.Operation.Provider = s.Name, s.Provider

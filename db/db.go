@@ -195,6 +195,10 @@ func Open(path string, opts Options) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
+	if err := db.recordCredentialTypes(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
 	return db, nil
 }
 

@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"strings"
@@ -69,8 +70,8 @@ func TestMigrationMarksMaybeApplied(t *testing.T) {
 	}
 }
 
-// undoResourceBudgets takes a database from version 6 back to 5.
-const undoResourceBudgets = `
+// undoResourceBudgets takes a database from version 7 back to 5.
+const undoResourceBudgets = undoCredentialTypes + `
 	DROP TRIGGER scopes_default_budget;
 	DROP TABLE scope_routes;
 	DROP TABLE scope_budgets;
@@ -78,6 +79,40 @@ const undoResourceBudgets = `
 	ALTER TABLE operations DROP COLUMN resource;
 	CREATE INDEX operations_due ON operations (scope_id, next_attempt_at) WHERE state IN ('scheduled', 'waitingForBudget');
 	PRAGMA user_version = 5;`
+
+// undoCredentialTypes takes a database from version 7 back to 6.
+const undoCredentialTypes = `
+	ALTER TABLE scopes DROP COLUMN credential_type;
+	PRAGMA user_version = 6;`
+
+// Migration 7 and Open record each older scope's credential type in the
+// clear, so that reads show it without opening the sealed values.
+func TestMigrationRecordsCredentialTypes(t *testing.T) {
+	d, path := newTestDB(t)
+	storetest.PutScope(t, d, "tok", storetest.ScopeOpts{Credentials: scheduler.Credentials{Type: scheduler.CredentialBearer, Token: "s3cret"}})
+	storetest.PutScope(t, d, "none", storetest.ScopeOpts{})
+	d.Close()
+	raw := rawDB(t, path)
+	if _, err := raw.Exec(undoCredentialTypes); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	d = pacertest.OpenStoreAt(t, path)
+	raw = rawDB(t, path)
+	for name, want := range map[string]string{"tok": "bearer", "none": ""} {
+		var typ sql.NullString
+		if err := raw.QueryRow(`SELECT credential_type FROM scopes WHERE name = ?`, name).Scan(&typ); err != nil {
+			t.Fatal(err)
+		}
+		if !typ.Valid || typ.String != want {
+			t.Errorf("%s: credential_type %v, want %q recorded", name, typ, want)
+		}
+		s, err := d.GetScope(context.Background(), name)
+		if err != nil || string(s.Credentials.Type) != want || s.Credentials.Token != "" {
+			t.Errorf("%s: GetScope credentials %#v, %v; want the type %q alone", name, s.Credentials, err, want)
+		}
+	}
+}
 
 // Migration 6 moves each scope's learned budget to its default budget row,
 // and gives every scope one, so that its operations are admitted as

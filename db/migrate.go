@@ -32,6 +32,10 @@ func migrations() []string {
 		) STRICT;`,
 		lastResponses,   // version 5
 		resourceBudgets, // version 6
+		// version 7: each scope's credential type in the clear (never a
+		// value), so that only claims open the sealed credentials; NULL
+		// until recorded (Open records it for older rows).
+		`ALTER TABLE scopes ADD COLUMN credential_type TEXT;`,
 	}
 }
 

@@ -21,39 +21,58 @@ const scopeColumns = `s.id, s.name, s.provider, s.base_url, s.credentials, s.ide
 	b.remaining, b."limit", b.reset_at, COALESCE(b.paused_until, 0), COALESCE(b.pause_reason, ''), s.created_at, s.updated_at,
 	s.limit_group, s.budget_reserve,
 	s.profile_spec, ` + scopePausedUntil + `,
-	` + scopeRunning
+	` + scopeRunning + `, s.credential_type`
 
 // scopeFrom is the FROM clause that goes with scopeColumns.
 const scopeFrom = ` FROM scopes s ` + defaultBudgetJoin
 
 // scopeRow is a scope as stored, with its row ID. Its Scope's Credentials
 // carry only their type, as every scope the store returns outside a claim
-// does; secrets are the opened credentials, for the claims (withSecrets)
-// and PutScope's comparison of old and new, and never leave the package
-// otherwise.
+// does; sealed is the sealed blob, opened only for a claim (withSecrets)
+// and for PutScope's comparison of old and new values (openSecrets).
 type scopeRow struct {
-	id      int64
-	secrets scheduler.Credentials
+	id     int64
+	sealed []byte
+	// secrets are the opened credentials once openSecrets ran.
+	secrets *scheduler.Credentials
 	scheduler.Scope
+}
+
+// openSecrets opens the row's sealed credentials, once; its error is a
+// *CredentialsError.
+func (db *DB) openSecrets(sr *scopeRow) (scheduler.Credentials, error) {
+	if sr.secrets == nil {
+		c, err := db.openCredentials(sr.Name, sr.sealed)
+		if err != nil {
+			return scheduler.Credentials{}, err
+		}
+		sr.secrets = &c
+	}
+	return *sr.secrets, nil
 }
 
 // withSecrets is the scope with its credentials' values: what a claim's
 // request is sent with.
-func (sr scopeRow) withSecrets() scheduler.Scope {
+func (db *DB) withSecrets(sr scopeRow) (scheduler.Scope, error) {
+	c, err := db.openSecrets(&sr)
+	if err != nil {
+		return scheduler.Scope{}, err
+	}
 	s := sr.Scope
-	s.Credentials = sr.secrets
-	return s
+	s.Credentials = c
+	return s, nil
 }
 
-// scanScope reads scopeColumns and opens the credentials: the row's Scope
-// gets their type, its secrets the values. When only the credentials fail
-// to open it returns the rest of the row with a *CredentialsError.
+// scanScope reads scopeColumns. The row's Scope gets the credentials'
+// type from its column; the sealed credentials are opened only for a row
+// whose type is not recorded yet (one sealed before version 7 that Open
+// could not open), and when only they fail to open it returns the rest of
+// the row with a *CredentialsError.
 func (db *DB) scanScope(row interface{ Scan(...any) error }) (scopeRow, error) {
 	var (
 		sr                                    scopeRow
-		creds                                 []byte
 		rateRequests, ratePerMS               sql.NullInt64
-		hold                                  sql.NullString
+		hold, credType                        sql.NullString
 		pausedUntil, createdAt, updatedAt     int64
 		budgetPausedUntil                     int64
 		pauseEnds                             int64
@@ -61,10 +80,10 @@ func (db *DB) scanScope(row interface{ Scan(...any) error }) (scopeRow, error) {
 		profileSpec                           sql.NullString
 	)
 	s := &sr.Scope
-	err := row.Scan(&sr.id, &s.Name, &s.Provider, &s.BaseURL, &creds, &s.IdempotencyHeader,
+	err := row.Scan(&sr.id, &s.Name, &s.Provider, &s.BaseURL, &sr.sealed, &s.IdempotencyHeader,
 		&s.MaxConcurrent, &rateRequests, &ratePerMS, &hold, &pausedUntil, &s.PauseReason,
 		&budgetRemaining, &budgetLimit, &resetAt, &budgetPausedUntil, &s.BudgetPauseReason, &createdAt, &updatedAt,
-		&s.Group, &s.BudgetReserve, &profileSpec, &pauseEnds, &s.InFlight)
+		&s.Group, &s.BudgetReserve, &profileSpec, &pauseEnds, &s.InFlight, &credType)
 	if err != nil {
 		return scopeRow{}, err
 	}
@@ -83,9 +102,47 @@ func (db *DB) scanScope(row interface{ Scan(...any) error }) (scopeRow, error) {
 	}
 	s.CreatedAt = fromMillis(createdAt)
 	s.UpdatedAt = fromMillis(updatedAt)
-	sr.secrets, err = db.openCredentials(s.Name, creds)
-	s.Credentials = scheduler.Credentials{Type: sr.secrets.Type}
+	if credType.Valid {
+		s.Credentials = scheduler.Credentials{Type: scheduler.CredentialType(credType.String)}
+		return sr, nil
+	}
+	c, err := db.openSecrets(&sr)
+	s.Credentials = scheduler.Credentials{Type: c.Type}
 	return sr, err
+}
+
+// recordCredentialTypes records the credential type of the scopes sealed
+// before version 7 (credential_type NULL), opening each once with the
+// key; a blob that does not open is left to say so when read.
+func (db *DB) recordCredentialTypes(ctx context.Context) error {
+	rows, err := db.write.QueryContext(ctx, `SELECT id, name, credentials FROM scopes WHERE credential_type IS NULL`)
+	if err != nil {
+		return fmt.Errorf("record credential types: %w", err)
+	}
+	types := map[int64]scheduler.CredentialType{}
+	for rows.Next() {
+		var (
+			id   int64
+			name string
+			blob []byte
+		)
+		if err := rows.Scan(&id, &name, &blob); err != nil {
+			rows.Close()
+			return fmt.Errorf("record credential types: %w", err)
+		}
+		if c, err := db.openCredentials(name, blob); err == nil {
+			types[id] = c.Type
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return fmt.Errorf("record credential types: %w", err)
+	}
+	for id, typ := range types {
+		if _, err := db.write.ExecContext(ctx, `UPDATE scopes SET credential_type = ? WHERE id = ?`, string(typ), id); err != nil {
+			return fmt.Errorf("record credential types: %w", err)
+		}
+	}
+	return nil
 }
 
 // PutScope creates or replaces the scope cfg.Name (see scheduler.Store).
@@ -137,10 +194,10 @@ func (db *DB) putScope(ctx context.Context, tx *sql.Tx, cfg scheduler.ScopeConfi
 	old, err := db.findScopeByName(ctx, tx, cfg.Name)
 	if errors.Is(err, scheduler.ErrNotFound) {
 		_, err = tx.ExecContext(ctx, `
-			INSERT INTO scopes (name, provider, base_url, credentials, idempotency_header, max_concurrent,
+			INSERT INTO scopes (name, provider, base_url, credentials, credential_type, idempotency_header, max_concurrent,
 				rate_requests, rate_per_ms, limit_group, budget_reserve, profile_spec, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			cfg.Name, cfg.Provider, cfg.BaseURL, sealed, cfg.IdempotencyHeader, cfg.MaxConcurrent,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			cfg.Name, cfg.Provider, cfg.BaseURL, sealed, string(cfg.Credentials.Type), cfg.IdempotencyHeader, cfg.MaxConcurrent,
 			rateRequests, ratePerMS, limitGroup(cfg), cfg.BudgetReserve, spec, millis(act.At), millis(act.At))
 		if err != nil {
 			return false, err
@@ -152,9 +209,10 @@ func (db *DB) putScope(ctx context.Context, tx *sql.Tx, cfg scheduler.ScopeConfi
 	if err != nil && !errors.As(err, &credErr) {
 		return false, err
 	}
+	oldSecrets, openErr := db.openSecrets(&old)
 
 	// An old blob that no longer opens (another key) counts as changed.
-	credsChanged := err != nil || old.secrets != cfg.Credentials
+	credsChanged := err != nil || openErr != nil || oldSecrets != cfg.Credentials
 	hold := sql.NullString{String: string(old.HoldReason), Valid: old.HoldReason != ""}
 	var notes []string
 	if credsChanged {
@@ -166,12 +224,12 @@ func (db *DB) putScope(ctx context.Context, tx *sql.Tx, cfg scheduler.ScopeConfi
 	}
 	// Without a configured rate there is no slot to wait for.
 	_, err = tx.ExecContext(ctx, `
-		UPDATE scopes SET provider = ?, base_url = ?, credentials = ?, idempotency_header = ?,
+		UPDATE scopes SET provider = ?, base_url = ?, credentials = ?, credential_type = ?, idempotency_header = ?,
 			max_concurrent = ?, rate_requests = ?, rate_per_ms = ?, hold_reason = ?,
 			next_slot_at = CASE WHEN ? IS NULL THEN 0 ELSE next_slot_at END,
 			limit_group = ?, budget_reserve = ?, profile_spec = ?, updated_at = ?
 		WHERE name = ?`,
-		cfg.Provider, cfg.BaseURL, sealed, cfg.IdempotencyHeader,
+		cfg.Provider, cfg.BaseURL, sealed, string(cfg.Credentials.Type), cfg.IdempotencyHeader,
 		cfg.MaxConcurrent, rateRequests, ratePerMS, hold,
 		rateRequests, limitGroup(cfg), cfg.BudgetReserve, spec, millis(act.At), cfg.Name)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,9 +104,17 @@ func TestCredentialsEncryptedAtRest(t *testing.T) {
 		if _, err := raw.Exec(`UPDATE scopes SET credentials = ? WHERE name = 'b'`, blob); err != nil {
 			t.Fatal(err)
 		}
-		_, err := d.GetScope(ctx, "b")
-		if err == nil || strings.Contains(err.Error(), token) {
-			t.Fatalf("get scope with a copied blob = %v, want an error without the token", err)
+		// Only a claim opens the credentials (issue 13): reading the
+		// scope shows its type, and the claim refuses the copied blob
+		// without naming the token.
+		if s, err := d.GetScope(ctx, "b"); err != nil || s.Credentials.Token != "" {
+			t.Fatalf("get scope b = %#v, %v; want its type alone, unopened", s.Credentials, err)
+		}
+		storetest.Enqueue(t, d, storetest.T0, storetest.NewOp("op-b", "b", storetest.T0))
+		_, err := d.ClaimDue(ctx, scheduler.ClaimParams{Now: storetest.T0, Limit: 10, LeaseFor: time.Minute})
+		var credErr *db.CredentialsError
+		if !errors.As(err, &credErr) || strings.Contains(err.Error(), token) {
+			t.Fatalf("claim with a copied blob = %v, want a CredentialsError without the token", err)
 		}
 	})
 
