@@ -138,11 +138,14 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if err := db.RefuseForeign(m.dbPath); err != nil { // before a key file is made beside it
 		return cli.Exit(err.Error(), 1)
 	}
-	key, err := loadKey(cfg.SecretKey, cfg.KeyFile, m.dbPath, logger)
+	key, createdKey, err := loadKey(cfg.SecretKey, cfg.KeyFile, m.dbPath, logger)
 	if err != nil {
 		return cli.Exit(err.Error(), 2)
 	}
 	if m.store, err = db.Open(m.dbPath, db.Options{Key: key}); err != nil {
+		if createdKey != "" {
+			os.Remove(createdKey) // a key the database refused is no key of it
+		}
 		return cli.Exit(err.Error(), 1)
 	}
 	m.onClose(func() { m.store.Close() })

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"pacer/db"
+	"pacer/scheduler"
 )
 
 // §11 "Operator commands never invent a database": every command but serve
@@ -179,5 +181,36 @@ func TestKeyFileFollowsTheDatabaseFile(t *testing.T) {
 	}
 	if got := runPacer(context.Background(), nil, "", "users", "list", "--db", real).ok(t); !strings.Contains(got, "alice") {
 		t.Errorf("users list on the file itself: %q, want alice", got)
+	}
+}
+
+// A database whose credentials another key sealed refuses the key, and the
+// key file a refused start made is gone again: a wrong key leaves no new
+// key file behind (serve and users alike).
+func TestWrongKeyLeavesNoKeyFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "pacer.db")
+	store, err := db.Open(path, db.Options{Key: bytes.Repeat([]byte{7}, db.KeySize)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	act := scheduler.Action{Actor: "test", At: time.Now(), Reason: "setup"}
+	if _, _, err := store.PutScope(context.Background(), scheduler.ScopeConfig{Name: "a", Provider: "generic", BaseURL: "https://api.example.com",
+		MaxConcurrent: 1, Credentials: scheduler.Credentials{Type: scheduler.CredentialBearer, Token: "t"}}, act); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	for _, args := range [][]string{
+		{"serve", "--db", path, "--listen", freeAddr(t), "--secret-key-file", filepath.Join(dir, "serve.key")},
+		{"users", "list", "--db", path, "--secret-key-file", filepath.Join(dir, "users.key")},
+	} {
+		r := runPacer(context.Background(), nil, "", args...)
+		if r.code != 1 || !strings.Contains(r.msg, "key") {
+			t.Errorf("%v: exit %d %q, want 1 naming the key", args, r.code, r.msg)
+		}
+		if _, err := os.Stat(args[len(args)-1]); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%v left the key file it made (%v)", args, err)
+		}
 	}
 }

@@ -90,23 +90,29 @@ func runServe(c *cli.Context) error {
 // loadKey finds the credentials key: secret (--secret-key), the file
 // keyFile (--secret-key-file), or a key file beside the database, created
 // on first start.
-func loadKey(secret, keyFile, dbPath string, logger *slog.Logger) ([]byte, error) {
+//
+// created is the key file it made, "" when it made none: the caller
+// removes it when the database refuses the key, so that a wrong key
+// leaves no new key file behind.
+func loadKey(secret, keyFile, dbPath string, logger *slog.Logger) (key []byte, created string, err error) {
 	if secret != "" {
-		return db.ParseKey(secret)
+		key, err = db.ParseKey(secret)
+		return key, "", err
 	}
 	path := keyFile
 	if path == "" {
 		path = defaultKeyPath(dbPath)
 	}
-	key, created, err := db.LoadOrCreateKeyFile(path)
+	key, made, err := db.LoadOrCreateKeyFile(path)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	if created {
+	if made {
 		abs, _ := filepath.Abs(path)
 		logger.Warn("created a new secret key file for scope credentials; back it up with the database", "file", abs)
+		created = path
 	}
-	return key, nil
+	return key, created, nil
 }
 
 // defaultKeyPath is where the credentials key of the database at dbPath

@@ -69,12 +69,15 @@ func openUsersDB(c *cli.Context) (*db.DB, error) {
 		return nil, cli.Exit(errLine(err), 1)
 	}
 	logger := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	key, err := loadKey(c.String("secret-key"), c.String("secret-key-file"), path, logger)
+	key, createdKey, err := loadKey(c.String("secret-key"), c.String("secret-key-file"), path, logger)
 	if err != nil {
 		return nil, cli.Exit(errLine(err), 2)
 	}
 	store, err := db.Open(path, db.Options{Key: key, MustExist: true})
 	if err != nil {
+		if createdKey != "" {
+			os.Remove(createdKey) // a key the database refused is no key of it
+		}
 		return nil, cli.Exit(errLine(err), 1)
 	}
 	return store, nil
