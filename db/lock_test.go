@@ -19,6 +19,18 @@ func TestLock(t *testing.T) {
 	}
 	t.Cleanup(func() { first.Release() })
 
+	// The database file serve makes is readable by its owner only, as the
+	// key is (issue 14: a hand-run pacer.db was world-readable).
+	t.Run("NewFileOwnerOnly", func(t *testing.T) {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != 0o600 {
+			t.Fatalf("new database file mode %04o, want 0600", got)
+		}
+	})
+
 	t.Run("ErrSecondHolder", func(t *testing.T) {
 		_, err := db.Lock(path)
 		if err == nil {
