@@ -89,7 +89,9 @@ func (c *checkpointer) RunOnce(ctx context.Context) (db.CheckpointStats, error) 
 		c.failures.Failed(c.clock.Now(), err)
 	case err == nil:
 		c.failures.Succeeded(c.clock.Now())
-		if st.WALFrames > 0 {
+		// Only what changed: an idle server's WAL keeps its frames until
+		// the next write, and a line per tick would say nothing new.
+		if st.WALFrames > 0 && st != c.last {
 			c.cfg.Logger.Debug("checkpoint", "walFrames", st.WALFrames, "checkpointed", st.Checkpointed, "busy", st.Busy)
 		}
 	}

@@ -165,3 +165,20 @@ func TestRunCheckpointsBacksOffWhileIdle(t *testing.T) {
 		t.Fatalf("%d checkpoints of an idle store in 10 s, want at most 30", n)
 	}
 }
+
+// An idle server's checkpoints log once, not a line per tick: the WAL keeps
+// its frames until the next write, so only a change is news (issue 14).
+func TestCheckpointLogsOnlyChanges(t *testing.T) {
+	t.Parallel()
+	logs := &lockedBuffer{}
+	c := newCheckpointer(&fakeCheckpointer{}, clock.NewMock(), checkpointConfig{Interval: time.Second,
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	for range 5 {
+		if _, err := c.RunOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := strings.Count(logs.String(), "msg=checkpoint"); n != 1 {
+		t.Fatalf("five idle checkpoints logged %d lines, want 1:\n%s", n, logs)
+	}
+}
