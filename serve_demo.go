@@ -67,7 +67,7 @@ func startDemo(ctx context.Context, svc *scheduler.Service, clk clock.Clock, log
 	}()
 	logger.Info("demo running: a simulated provider on loopback, demo scopes and operations; watch them change over the next minute",
 		"provider", prov.URL(), "scopes", len(seeded.Scopes), "operations", seeded.Operations,
-		"try", base+"/v1/operations?state=held", "metrics", base+"/metrics")
+		"page", base+"/ui/", "try", base+"/v1/operations?state=held", "metrics", base+"/metrics")
 	return &demoRun{stopTraffic: func() { cancel(); <-done }, prov: prov, logger: logger}, nil
 }
 

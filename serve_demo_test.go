@@ -82,6 +82,9 @@ func TestServeDemo(t *testing.T) {
 	if err := p.shutdown(); err != nil {
 		t.Fatalf("pacer --demo exit: %v", err)
 	}
+	if logged := p.logs.String(); !strings.Contains(logged, "demo running") || !strings.Contains(logged, p.base+"/ui/") {
+		t.Errorf("the demo's start-up log does not point to the support page %s/ui/", p.base)
+	}
 	dbPath := loggedDB(t, p.logs.String()) // the buffer is complete once serve has returned
 	if !strings.Contains(dbPath, "pacer-demo-") {
 		t.Errorf("demo database %q is not a throwaway one", dbPath)
