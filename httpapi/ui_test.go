@@ -632,7 +632,8 @@ func TestUI_Actions(t *testing.T) {
 		wantIn(t, b.get("/ui/operations/rel-later"), http.StatusOK, `max="`+latest.Format("2006-01-02T15:04")+`"`)
 		at := b.svc.Now().Add(3 * time.Hour).Truncate(time.Minute)
 		p = b.post("/ui/operations/rel-later/release", url.Values{"reason": {"after the maintenance window"}, "when": {"at"}, "at": {at.Format("2006-01-02T15:04")}})
-		wantIn(t, b.follow(p), http.StatusOK, "Released: it will be sent again at "+at.Format("2006-01-02 15:04:05")+" UTC")
+		wantIn(t, b.follow(p), http.StatusOK, "Released: it will be sent again at "+at.Format("2006-01-02 15:04:05")+" UTC",
+			"Released by a person: it will be sent again at its next attempt time") // not "after a temporary failure"
 		if op := b.op("rel-later"); op.State != scheduler.StateScheduled || !op.NextAttemptAt.Equal(at) {
 			t.Fatalf("after release at: %s at %s, want %s", op.State, op.NextAttemptAt, at)
 		}

@@ -20,8 +20,12 @@ func stateWords(op scheduler.Operation) string {
 	}
 	switch op.State {
 	case scheduler.StateScheduled:
-		if op.Attempt == 0 {
+		switch {
+		case op.Attempt == 0:
 			return "Queued: it will be sent at its first attempt time."
+		case op.BudgetAttempts == 0:
+			// A release starts a fresh retry budget: no failure since.
+			return "Released by a person: it will be sent again at its next attempt time, with the same request identity."
 		}
 		return "Waiting to be sent again after a temporary failure, at its next attempt time."
 	case scheduler.StateWaitingForBudget:
