@@ -8,7 +8,7 @@ import (
 	"pacer/scheduler"
 )
 
-// auditRow is one manual action to record.
+// auditRow is one action to record.
 type auditRow struct {
 	opRowID int64 // 0 for scope actions
 	scope   string

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 	"unicode/utf8"
 
 	"pacer/providers"
@@ -157,6 +158,10 @@ func markStale(ctx context.Context, tx *sql.Tx, c scheduler.Completion) error {
 // applyScopeEffect records what an applied attempt taught about its scope.
 func applyScopeEffect(ctx context.Context, tx *sql.Tx, scopeID int64, e scheduler.ScopeEffect, c scheduler.Completion) error {
 	at := millis(c.FinishedAt)
+	// What the provider's answer does to a scope on its own is audited as
+	// pacer's entry (issue 14): a hold, and a pause of a scope that was
+	// not paused (a pause only lengthened is the same episode).
+	system := scheduler.Action{Actor: scheduler.SystemActor, At: c.FinishedAt, Reason: fmt.Sprintf("the provider's answer to %s (attempt %d)", c.OperationID, c.Attempt)}
 	if !e.PauseUntil.IsZero() {
 		// Never shortens a pause in place. A shared limit pauses every
 		// scope of the group, and only those.
@@ -164,19 +169,54 @@ func applyScopeEffect(ctx context.Context, tx *sql.Tx, scopeID int64, e schedule
 		if e.Shared {
 			where = `limit_group = (SELECT limit_group FROM scopes WHERE id = ?4)`
 		}
-		_, err := tx.ExecContext(ctx, `
+		rows, err := tx.QueryContext(ctx, `SELECT name FROM scopes WHERE `+where+` AND paused_until <= ?3 AND ?1 > ?3`,
+			millis(e.PauseUntil), e.PauseReason, at, scopeID) // the parameters of the UPDATE below
+		if err != nil {
+			return fmt.Errorf("pause scope: %w", err)
+		}
+		var newly []string
+		for rows.Next() {
+			var name string
+			if err := rows.Scan(&name); err != nil {
+				rows.Close()
+				return fmt.Errorf("pause scope: %w", err)
+			}
+			newly = append(newly, name)
+		}
+		if err := rows.Close(); err != nil {
+			return fmt.Errorf("pause scope: %w", err)
+		}
+		_, err = tx.ExecContext(ctx, `
 			UPDATE scopes SET paused_until = ?1, pause_reason = ?2, updated_at = ?3
 			WHERE `+where+` AND paused_until < ?1`,
 			millis(e.PauseUntil), e.PauseReason, at, scopeID)
 		if err != nil {
 			return fmt.Errorf("pause scope: %w", err)
 		}
+		for _, name := range newly {
+			detail := "paused until " + e.PauseUntil.UTC().Format(time.RFC3339) + ": " + e.PauseReason
+			if err := insertAudit(ctx, tx, auditRow{scope: name, action: "pause", act: system, detail: detail}); err != nil {
+				return err
+			}
+		}
 	}
 	if e.Hold != "" {
-		_, err := tx.ExecContext(ctx, `UPDATE scopes SET hold_reason = ?, updated_at = ? WHERE id = ?`,
+		res, err := tx.ExecContext(ctx, `UPDATE scopes SET hold_reason = ?, updated_at = ? WHERE id = ? AND hold_reason IS NULL`,
 			string(e.Hold), at, scopeID)
 		if err != nil {
 			return fmt.Errorf("hold scope: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n > 0 {
+			var name string
+			if err := tx.QueryRowContext(ctx, `SELECT name FROM scopes WHERE id = ?`, scopeID).Scan(&name); err != nil {
+				return fmt.Errorf("hold scope: %w", err)
+			}
+			detail := fmt.Sprintf("open → held (%s): %s", e.Hold, c.Decision.Reason)
+			if err := insertAudit(ctx, tx, auditRow{scope: name, action: "hold", act: system, detail: detail}); err != nil {
+				return err
+			}
 		}
 	}
 	if b := e.Budget; b != nil {

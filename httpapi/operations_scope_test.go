@@ -109,3 +109,36 @@ func TestUI_PauseScope(t *testing.T) {
 		t.Fatalf("paused until %s (%v), want %s", sc.PausedUntil, err, until)
 	}
 }
+
+// After a resume, a provider that refuses the credentials again holds the
+// scope again: the page says what the resume did and when, and the re-hold
+// is in the scope's audit trail as pacer's own entry (issue 14).
+func TestUI_ResumeThenReheldIsAudited(t *testing.T) {
+	t.Parallel()
+	b := setupUI(t, uiOpts{})
+	b.scope("acct")
+	hold := func(id string) {
+		b.enqueue("acct", id)
+		b.settle(providers.Outcome{Class: providers.ClassAuthRevoked, Status: 401},
+			scheduler.Decision{State: scheduler.StateHeld, HoldReason: scheduler.HoldAuthRevoked, Reason: "credentials refused: 401",
+				Scope: scheduler.ScopeEffect{Hold: scheduler.HoldAuthRevoked}})
+	}
+	hold("auth-1")
+	p := b.post("/ui/scopes/acct/resume", url.Values{"reason": {"token rotated"}})
+	wantIn(t, b.follow(p), http.StatusOK, "Resumed at ", "its hold and pauses were lifted", "held or paused again")
+	hold("auth-2")
+	wantIn(t, b.get("/ui/scopes/acct"), http.StatusOK, "scope-held", scheduler.SystemActor, "open → held (authRevoked): credentials refused: 401")
+	entries, err := b.svc.ListScopeAudit(context.Background(), "acct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var holds int
+	for _, e := range entries {
+		if e.Action == "hold" && e.Actor == scheduler.SystemActor {
+			holds++
+		}
+	}
+	if holds != 2 {
+		t.Fatalf("%d automatic holds audited, want 2 (before and after the resume): %+v", holds, entries)
+	}
+}

@@ -148,7 +148,8 @@ func (s *Server) handleUIResume(w http.ResponseWriter, r *http.Request) {
 		s.uiScopeActionError(w, r, name, err, func(v *scopeView, msg string) { form.Error = msg; v.Resume = form })
 		return
 	}
-	s.uiRedirect(w, r, scopeUIPath(name), flashOK, "Resumed: the scope is open; its operations go at their own next attempt times.")
+	s.uiRedirect(w, r, scopeUIPath(name), flashOK, "Resumed at "+s.svc.Now().UTC().Format("15:04:05")+" UTC: its hold and pauses were lifted, and its operations go at their own next attempt times. "+
+		"If the provider refuses or limits it again, it is held or paused again, and its audit trail below says so.")
 }
 
 // handleUIPause answers POST /ui/scopes/{providerScope}/pause: a person

@@ -8,6 +8,11 @@ import (
 	"pacer/providers"
 )
 
+// SystemActor is the actor of the audit entries the store writes itself:
+// what a provider's answer did to a scope on its own (a hold, a pause of a
+// scope that was not paused), beside the staff's and the API's actions.
+const SystemActor = "pacer"
+
 // Store keeps operations, attempts, scopes and the audit trail durable.
 // Package db implements it on SQLite. Every method is one transaction:
 // either all of its writes commit or none do. Times are passed in by the

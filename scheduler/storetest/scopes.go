@@ -80,6 +80,21 @@ func testPutScope(t *testing.T, open Opener) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The answer's hold and pause are pacer's own entries (issue 14);
+		// the rest are alice's.
+		var system []string
+		var staff []scheduler.AuditEntry
+		for _, e := range entries {
+			if e.Actor == scheduler.SystemActor {
+				system = append(system, e.Action+": "+e.Detail)
+				continue
+			}
+			staff = append(staff, e)
+		}
+		if got := strings.Join(system, "; "); !strings.Contains(got, "pause: paused until") || !strings.Contains(got, "hold: open → held (authRevoked)") {
+			t.Fatalf("pacer's entries %q, want the answer's pause and hold", got)
+		}
+		entries = staff
 		if got, want := len(entries), 3; got != want {
 			t.Fatalf("entries = %d, want %d", got, want)
 		}
