@@ -239,8 +239,28 @@ func applyScopeEffect(ctx context.Context, tx *sql.Tx, scopeID int64, e schedule
 	}
 	if !e.BudgetPauseUntil.IsZero() {
 		// Pauses only the requests spending this budget; never shortens
-		// a pause in place.
-		_, err := tx.ExecContext(ctx, `
+		// a pause in place. A budget that was not paused gets pacer's
+		// audit entry on its scope.
+		var name string
+		err := tx.QueryRowContext(ctx, `
+			SELECT s.name FROM scopes s LEFT JOIN scope_budgets b ON b.scope_id = s.id AND b.resource = ?2
+			WHERE s.id = ?1 AND COALESCE(b.paused_until, 0) <= ?3 AND ?4 > ?3`,
+			scopeID, e.Resource, at, millis(e.BudgetPauseUntil)).Scan(&name)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return fmt.Errorf("pause budget %q: %w", e.Resource, err)
+		default:
+			which := "its default budget"
+			if e.Resource != "" {
+				which = "its budget " + e.Resource
+			}
+			detail := which + " paused until " + e.BudgetPauseUntil.UTC().Format(time.RFC3339) + ": " + e.BudgetPauseReason
+			if err := insertAudit(ctx, tx, auditRow{scope: name, action: "pause", act: system, detail: detail}); err != nil {
+				return err
+			}
+		}
+		_, err = tx.ExecContext(ctx, `
 			INSERT INTO scope_budgets (scope_id, resource, paused_until, pause_reason) VALUES (?3, ?4, ?1, ?2)
 			ON CONFLICT (scope_id, resource) DO UPDATE SET paused_until = ?1, pause_reason = ?2
 			WHERE paused_until < ?1`,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -196,6 +197,15 @@ func testSpentResourceBudgetHoldsOnlyItsRequests(t *testing.T, open Opener) {
 	}
 	if len(s.Resources) != 1 || s.Resources[0].Resource != "search" || !s.Resources[0].PauseEnds.Equal(reset) {
 		t.Fatalf("resources %+v, want search paused until %s", s.Resources, reset)
+	}
+	// The budget's pause is pacer's own audit entry on the scope.
+	entries, err := d.ListScopeAudit(ctx, "gh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(entries); n == 0 || entries[n-1].Actor != scheduler.SystemActor || entries[n-1].Action != "pause" ||
+		!strings.Contains(entries[n-1].Detail, "its budget search paused until") {
+		t.Fatalf("audit %+v, want pacer's pause of the search budget", entries)
 	}
 	// The claim wakes for the search reset, and admits both then.
 	at, ok, err := d.NextWake(ctx)
