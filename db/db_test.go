@@ -263,6 +263,9 @@ func TestQueryPlans(t *testing.T) {
 		// The claim leases its batch by row ID, never by scanning the
 		// scheduled rows of the state index.
 		{"ClaimByRowID", db.ClaimUpdate, "INTEGER PRIMARY KEY", []any{1, 2, "[1,2]"}},
+		// Finding by ID prefix reads a range of the unique ID index (design
+		// §14: no scan).
+		{"FindByIDPrefix", db.FindOperationsQuery, "sqlite_autoindex_operations_1 (operation_id>? AND operation_id<?)", []any{"sync-", "sync-\U0010FFFF", 20}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := queryPlan(t, raw, tc.query, tc.args...)

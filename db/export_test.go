@@ -9,6 +9,9 @@ import (
 // ClaimUpdate is the claim's UPDATE statement, for query-plan tests.
 const ClaimUpdate = claimUpdate
 
+// FindOperationsQuery is the search by ID prefix, for query-plan tests.
+const FindOperationsQuery = findOperations
+
 // OverdueOperations and EarliestWaitingDeadline are the expiry's queries,
 // for query-plan tests.
 const (

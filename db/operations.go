@@ -367,6 +367,41 @@ func (db *DB) ListOperations(ctx context.Context, f scheduler.OperationFilter) (
 	return page, nil
 }
 
+// FindOperations returns the operations whose ID starts with prefix, in ID
+// order, at most limit (see scheduler.Store): a range of the operation ID
+// index, from prefix to prefix followed by the greatest code point, so only
+// matching IDs are read.
+func (db *DB) FindOperations(ctx context.Context, prefix string, limit int) ([]scheduler.Operation, error) {
+	tx, err := db.beginRead(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("find operations: %w", err)
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, findOperations, prefix, prefix+"\U0010FFFF", max(limit, 1))
+	if err != nil {
+		return nil, fmt.Errorf("find operations: %w", err)
+	}
+	defer rows.Close()
+	var ops []scheduler.Operation
+	for rows.Next() {
+		r, err := scanOperation(rows)
+		if err != nil {
+			return nil, fmt.Errorf("find operations: %w", err)
+		}
+		ops = append(ops, r.Operation)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("find operations: %w", err)
+	}
+	return ops, nil
+}
+
+// findOperations selects the operations with IDs in [?1, ?2), in ID
+// order, at most ?3.
+const findOperations = `SELECT ` + operationColumns + operationFrom + `
+	WHERE o.operation_id >= ?1 AND o.operation_id < ?2
+	ORDER BY o.operation_id LIMIT CAST(?3 AS INTEGER)`
+
 func listOperations(ctx context.Context, tx *sql.Tx, f scheduler.OperationFilter) (scheduler.OperationPage, error) {
 	limit := f.Limit
 	switch {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -141,4 +142,28 @@ func TestUI_ResumeThenReheldIsAudited(t *testing.T) {
 	if holds != 2 {
 		t.Fatalf("%d automatic holds audited, want 2 (before and after the resume): %+v", holds, entries)
 	}
+}
+
+// The search box on every page (design §14): an exact operation ID opens
+// the operation, a prefix lists what starts with it, and nothing found or
+// a query past the bound says so.
+func TestUI_FindOperation(t *testing.T) {
+	t.Parallel()
+	b := setupUI(t, uiOpts{})
+	b.scope("acct")
+	b.enqueue("acct", "sync-1", "sync-10", "sync-2", "other")
+	for _, path := range []string{"/ui/", "/ui/scopes/acct", "/ui/operations/other"} {
+		wantIn(t, b.get(path), http.StatusOK, `role="search"`, `name="q"`)
+	}
+	p := b.get("/ui/?q=sync-10")
+	if p.Status != http.StatusSeeOther || p.Header.Get("Location") != "/ui/operations/sync-10" {
+		t.Fatalf("exact match: %d to %q, want 303 to the operation", p.Status, p.Header.Get("Location"))
+	}
+	wantIn(t, b.get("/ui/?q=sync-"), http.StatusOK, "Operations whose ID starts with", `href="/ui/operations/sync-1"`, `href="/ui/operations/sync-10"`, `href="/ui/operations/sync-2"`)
+	body := b.get("/ui/?q=sync-").Body
+	if _, rest, ok := strings.Cut(body, `id="search"`); !ok || strings.Contains(strings.SplitN(rest, "</section>", 2)[0], "/ui/operations/other") {
+		t.Error("the matches list an operation that does not start with the prefix")
+	}
+	wantIn(t, b.get("/ui/?q=nothing-like-it"), http.StatusOK, "No operation has an ID that is or starts with")
+	wantIn(t, b.get("/ui/?q="+strings.Repeat("x", scheduler.MaxSearch+1)), http.StatusBadRequest, "at most 256 bytes")
 }

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -32,6 +33,10 @@ type attentionView struct {
 	ReasonOptions        []uiOption
 	// Filtered is true when any filter is set.
 	Filtered bool
+	// Searched is true when the search box asked for Query; Matches are
+	// the operations whose ID starts with it (no exact match).
+	Searched bool
+	Matches  []scheduler.Operation
 	// Counts across everything, for the summary.
 	HeldOps, FailedOps, HeldScopeCount, PausedScopeCount int
 	// Matching counts the operations the filters select (all pages).
@@ -72,6 +77,25 @@ func (s *Server) handleUIAttention(w http.ResponseWriter, r *http.Request) {
 	}
 	v.Filtered = v.Scope != "" || v.State != "" || v.Reason != ""
 	status := http.StatusOK
+	if query := strings.TrimSpace(q.Get("q")); query != "" {
+		// The search box (design §14): an exact ID opens the operation; a
+		// prefix lists what starts with it.
+		v.Query, v.Searched = query, true
+		exact, matches, err := s.svc.FindOperation(ctx, query)
+		var ve *scheduler.ValidationError
+		switch {
+		case errors.As(err, &ve):
+			v.Error = fmt.Sprintf("Search for an operation ID or its start, of at most %d bytes.", scheduler.MaxSearch)
+			status = http.StatusBadRequest
+		case err != nil:
+			s.uiInternalError(w, r, err)
+			return
+		case exact != nil:
+			http.Redirect(w, r, operationUIPath(exact.ID), http.StatusSeeOther)
+			return
+		}
+		v.Matches = matches
+	}
 
 	f := scheduler.OperationFilter{Scope: v.Scope, Reason: v.Reason, Limit: uiPageSize, Cursor: q.Get("cursor")}
 	switch st := scheduler.State(v.State); {

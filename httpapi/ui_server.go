@@ -117,6 +117,8 @@ type uiPage struct {
 	Error string
 	// Now is the scheduler's time of the render.
 	Now time.Time
+	// Query is the operation ID searched for (the top bar's search box).
+	Query string
 }
 
 // uiBase returns the frame of a page: who is signed in, the flash message

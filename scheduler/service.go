@@ -556,6 +556,34 @@ func (s *Service) GetOperation(ctx context.Context, id string) (Operation, error
 }
 
 // ListOperations returns one page of operations.
+// MaxSearch bounds the ID prefix a search takes, and SearchMatches how
+// many matches it lists.
+const (
+	MaxSearch     = 256
+	SearchMatches = 20
+)
+
+// FindOperation finds operations by their ID (design §14): exact is the
+// operation with ID q when there is one; otherwise matches are the
+// operations whose ID starts with q, in ID order, at most SearchMatches.
+func (s *Service) FindOperation(ctx context.Context, q string) (exact *Operation, matches []Operation, err error) {
+	if q == "" || len(q) > MaxSearch {
+		v := &ValidationError{}
+		v.add("q", fmt.Sprintf("must be an operation ID or the start of one, of 1 to %d bytes", MaxSearch))
+		return nil, nil, v
+	}
+	op, err := s.store.GetOperation(ctx, q)
+	switch {
+	case err == nil:
+		return &op, nil, nil
+	case !errors.Is(err, ErrNotFound):
+		return nil, nil, err
+	}
+	matches, err = s.store.FindOperations(ctx, q, SearchMatches)
+	return nil, matches, err
+}
+
+// ListOperations returns one page of operations matching f, newest first.
 func (s *Service) ListOperations(ctx context.Context, f OperationFilter) (OperationPage, error) {
 	v := &ValidationError{}
 	if f.State != "" && !f.State.Valid() {

@@ -64,6 +64,10 @@ type Store interface {
 	GetOperation(ctx context.Context, id string) (Operation, error)
 	// ListOperations returns one page, newest first (by creation, then ID).
 	ListOperations(ctx context.Context, f OperationFilter) (OperationPage, error)
+	// FindOperations returns the operations whose ID starts with prefix,
+	// in ID order, at most limit (design §14: find an operation by its
+	// ID), reading only the IDs that match.
+	FindOperations(ctx context.Context, prefix string, limit int) ([]Operation, error)
 	// ListAttempts returns the operation's attempts, oldest first, or
 	// ErrNotFound when the operation does not exist.
 	ListAttempts(ctx context.Context, id string) ([]Attempt, error)

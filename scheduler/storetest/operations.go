@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -432,4 +433,44 @@ func testListOperationsAttention(t *testing.T, open Opener) {
 			t.Fatalf("count err = %v, want a validation error", err)
 		}
 	})
+}
+
+// FindOperations lists the operations whose ID starts with the prefix, in
+// ID order, bounded, and nothing else (design §14: find by ID).
+func testFindOperations(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	PutScope(t, d, "a", ScopeOpts{})
+	Enqueue(t, d, T0, NewOp("sync-2", "a", T0), NewOp("sync-10", "a", T0), NewOp("sync-1", "a", T0), NewOp("synd-1", "a", T0), NewOp("sync", "a", T0))
+	ids := func(ops []scheduler.Operation) []string {
+		var out []string
+		for _, op := range ops {
+			out = append(out, op.ID)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		prefix string
+		limit  int
+		want   []string
+	}{
+		{"sync-", 10, []string{"sync-1", "sync-10", "sync-2"}},
+		{"sync", 10, []string{"sync", "sync-1", "sync-10", "sync-2"}},
+		{"sync-", 2, []string{"sync-1", "sync-10"}},
+		{"syn", 10, []string{"sync", "sync-1", "sync-10", "sync-2", "synd-1"}},
+		{"x", 10, nil},
+	} {
+		got, err := d.FindOperations(ctx, tc.prefix, tc.limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(ids(got), tc.want) {
+			t.Errorf("FindOperations(%q, %d) = %v, want %v", tc.prefix, tc.limit, ids(got), tc.want)
+		}
+		for _, op := range got {
+			if op.Scope != "a" || op.State != scheduler.StateScheduled {
+				t.Errorf("found %s as %+v, want it whole", op.ID, op)
+			}
+		}
+	}
 }

@@ -37,6 +37,7 @@ var suite = []struct {
 	{"EnqueueReturnsWhatIsStored", testEnqueueReturnsWhatIsStored},
 	{"EnqueueIdentityInUse", testEnqueueIdentityInUse},
 	{"ListOperations", testListOperations},
+	{"FindOperations", testFindOperations},
 	{"ListOperationsFilters", testListOperationsFilters},
 	{"ListOperationsAttention", testListOperationsAttention},
 	{"OperationsReportWhatTheirScopeDoes", testOperationsReportWhatTheirScopeDoes},
