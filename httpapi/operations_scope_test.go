@@ -167,3 +167,19 @@ func TestUI_FindOperation(t *testing.T) {
 	wantIn(t, b.get("/ui/?q=nothing-like-it"), http.StatusOK, "No operation has an ID that is or starts with")
 	wantIn(t, b.get("/ui/?q="+strings.Repeat("x", scheduler.MaxSearch+1)), http.StatusBadRequest, "at most 256 bytes")
 }
+
+// The list, operation and scope pages keep themselves current (design
+// §14): a reload that works without JavaScript, and say when they were
+// made; an error page and the sign-in page do not reload.
+func TestUI_PagesRefreshThemselves(t *testing.T) {
+	t.Parallel()
+	b := setupUI(t, uiOpts{})
+	b.scope("acct")
+	b.enqueue("acct", "op-1")
+	for _, path := range []string{"/ui/", "/ui/operations/op-1", "/ui/scopes/acct"} {
+		wantIn(t, b.get(path), http.StatusOK, `<noscript><meta http-equiv="refresh" content="30"></noscript>`, `data-refresh="30"`, "Updated <time", "refreshes itself every 30 s")
+	}
+	if p := b.get("/ui/operations/missing"); strings.Contains(p.Body, "data-refresh") {
+		t.Error("an error page reloads itself")
+	}
+}

@@ -72,7 +72,7 @@ func (s *Server) handleUIAttention(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	q := r.URL.Query()
 	v := attentionView{
-		uiPage: s.uiBase(w, r, "Needs attention"),
+		uiPage: s.uiBase(w, r, "Needs attention").live(),
 		Scope:  strings.TrimSpace(q.Get("scope")), State: q.Get("state"), Reason: q.Get("reason"),
 	}
 	v.Filtered = v.Scope != "" || v.State != "" || v.Reason != ""

@@ -100,7 +100,7 @@ func (s *Server) uiOperationView(w http.ResponseWriter, r *http.Request, id stri
 		return nil, err
 	}
 	v := &operationView{
-		uiPage: s.uiBase(w, r, "Operation "+op.ID),
+		uiPage: s.uiBase(w, r, "Operation "+op.ID).live(),
 		Op:     op, Headers: displayHeaders(op.Request.Headers, shownHeader),
 		BodySize: len(op.Request.Body), Words: stateWords(op), Audit: audit, Scope: sc,
 		CanRelease: op.CanRelease(), CanCancel: op.CanCancel(), CanResolve: op.CanResolve(),

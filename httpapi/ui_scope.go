@@ -76,7 +76,7 @@ func (s *Server) uiScopeView(w http.ResponseWriter, r *http.Request, name string
 	if err != nil {
 		return nil, err
 	}
-	v := &scopeView{uiPage: s.uiBase(w, r, "Scope "+sc.Name), Scope: sc}
+	v := &scopeView{uiPage: s.uiBase(w, r, "Scope "+sc.Name).live(), Scope: sc}
 	v.Status = sc.Status(v.Now)
 	v.HoldWords = holdWordsScope(sc.HoldReason)
 	v.PausedUntil, v.PauseWhy = sc.Pause(v.Now)

@@ -119,6 +119,20 @@ type uiPage struct {
 	Now time.Time
 	// Query is the operation ID searched for (the top bar's search box).
 	Query string
+	// Refresh is how often, in seconds, the page reloads itself to stay
+	// current (design §14); 0 for pages that do not.
+	Refresh int
+}
+
+// uiRefreshSeconds is how often the list, operation and scope pages reload
+// themselves: a plain reload without JavaScript, and with it a reload that
+// waits while a form is being filled in.
+const uiRefreshSeconds = 30
+
+// live returns p refreshing itself every uiRefreshSeconds.
+func (p uiPage) live() uiPage {
+	p.Refresh = uiRefreshSeconds
+	return p
 }
 
 // uiBase returns the frame of a page: who is signed in, the flash message

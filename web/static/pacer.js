@@ -63,3 +63,31 @@
     update();
   });
 })();
+
+// The list, operation and scope pages keep themselves current (design §14):
+// they reload every data-refresh seconds, but never while a form is being
+// filled in (a field with focus, or text typed into one), nor while the tab
+// is hidden; they try again a little later. Without this script a
+// <noscript> meta refresh does the reload.
+(function () {
+  "use strict";
+  var every = Number(document.body.getAttribute("data-refresh"));
+  if (!(every > 0)) { return; }
+  function busy() {
+    var a = document.activeElement;
+    if (a && /^(INPUT|TEXTAREA|SELECT)$/.test(a.tagName) && a.type !== "submit") { return true; }
+    return Array.prototype.some.call(document.querySelectorAll("textarea, input[type=text], input[type=password], input[type=search], input[type=datetime-local]"), function (el) {
+      return el.value !== el.defaultValue;
+    }) || Array.prototype.some.call(document.querySelectorAll("input[type=radio], input[type=checkbox]"), function (el) {
+      return el.checked !== el.defaultChecked;
+    });
+  }
+  function tick() {
+    if (document.visibilityState === "visible" && !busy()) {
+      window.location.reload();
+      return;
+    }
+    setTimeout(tick, 5000);
+  }
+  setTimeout(tick, every * 1000);
+})();
