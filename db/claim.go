@@ -431,7 +431,8 @@ func claimOperations(ctx context.Context, tx *sql.Tx, rowIDs []int64, now, lease
 const claimUpdate = `
 	UPDATE operations SET state = 'running', lease_token = lease_token + 1, lease_expires_at = ?1,
 		attempt = attempt + 1, budget_attempts = budget_attempts + 1,
-		first_sent_at = COALESCE(first_sent_at, ?2), updated_at = ?2
+		first_sent_at = COALESCE(first_sent_at, ?2), updated_at = ?2,
+		released_from_state = NULL, released_from_reason = NULL
 	WHERE id IN (SELECT value FROM json_each(?3)) AND +state IN ('scheduled', 'waitingForBudget')
 	RETURNING ` + claimedColumns
 
@@ -444,7 +445,7 @@ const claimedColumns = `id, scope_id, operation_id, '', '', kind, method, path,
 	headers, body, content_type, request_identity, state, attempt, budget_attempts,
 	next_attempt_at, hold_reason, failure_reason, last_outcome, created_at, updated_at,
 	deadline, max_attempts, max_elapsed_ms, result, lease_token, lease_expires_at,
-	first_sent_at, content_hash, maybe_applied, NULL`
+	first_sent_at, content_hash, maybe_applied, NULL, NULL, NULL`
 
 // withScopes pairs operations with their scopes, reading each scope once:
 // the claims' scopes, the only ones the store returns with their

@@ -70,7 +70,7 @@ func TestMigrationMarksMaybeApplied(t *testing.T) {
 	}
 }
 
-// undoResourceBudgets takes a database from version 7 back to 5.
+// undoResourceBudgets takes a database from version 8 back to 5.
 const undoResourceBudgets = undoCredentialTypes + `
 	DROP TRIGGER scopes_default_budget;
 	DROP TABLE scope_routes;
@@ -80,8 +80,14 @@ const undoResourceBudgets = undoCredentialTypes + `
 	CREATE INDEX operations_due ON operations (scope_id, next_attempt_at) WHERE state IN ('scheduled', 'waitingForBudget');
 	PRAGMA user_version = 5;`
 
-// undoCredentialTypes takes a database from version 7 back to 6.
-const undoCredentialTypes = `
+// undoReleasedFrom takes a database from version 8 back to 7.
+const undoReleasedFrom = `
+	ALTER TABLE operations DROP COLUMN released_from_state;
+	ALTER TABLE operations DROP COLUMN released_from_reason;
+	PRAGMA user_version = 7;`
+
+// undoCredentialTypes takes a database from version 8 back to 6.
+const undoCredentialTypes = undoReleasedFrom + `
 	ALTER TABLE scopes DROP COLUMN credential_type;
 	PRAGMA user_version = 6;`
 

@@ -36,6 +36,11 @@ func migrations() []string {
 		// value), so that only claims open the sealed credentials; NULL
 		// until recorded (Open records it for older rows).
 		`ALTER TABLE scopes ADD COLUMN credential_type TEXT;`,
+		// version 8: what a person released an operation from (its state and
+		// reason), while the release has not been sent: the release can be
+		// changed or undone until the claim clears it (design §14).
+		`ALTER TABLE operations ADD COLUMN released_from_state TEXT CHECK (released_from_state IN ('held', 'failed'));
+		ALTER TABLE operations ADD COLUMN released_from_reason TEXT;`,
 	}
 }
 

@@ -24,7 +24,8 @@ const operationColumns = `o.id, o.scope_id, o.operation_id, s.name, s.provider, 
 	o.headers, o.body, o.content_type, o.request_identity, ` + opState + `, o.attempt, o.budget_attempts,
 	` + opNextAttemptAt + `, o.hold_reason, o.failure_reason, o.last_outcome, o.created_at, o.updated_at,
 	o.deadline, o.max_attempts, o.max_elapsed_ms, o.result, o.lease_token, o.lease_expires_at,
-	o.first_sent_at, o.content_hash, o.maybe_applied, ` + opBlockedBy
+	o.first_sent_at, o.content_hash, o.maybe_applied, ` + opBlockedBy + `,
+	o.released_from_state, o.released_from_reason`
 
 // operationFrom is the FROM clause that goes with operationColumns.
 const operationFrom = ` FROM operations o JOIN scopes s ON s.id = o.scope_id ` + operationBudgetJoin
@@ -42,6 +43,7 @@ func scanOperation(row interface{ Scan(...any) error }) (opRow, error) {
 		r                                  opRow
 		headers, lastOutcome, result       sql.NullString
 		hold, failure, blockedBy           sql.NullString
+		releasedFrom, releasedReason       sql.NullString
 		nextAttemptAt, leaseExpires, first sql.NullInt64
 		createdAt, updatedAt, deadline     int64
 		maxElapsedMS                       int64
@@ -51,11 +53,20 @@ func scanOperation(row interface{ Scan(...any) error }) (opRow, error) {
 		&headers, &o.Request.Body, &o.Request.ContentType, &o.RequestIdentity, &o.State, &o.Attempt, &o.BudgetAttempts,
 		&nextAttemptAt, &hold, &failure, &lastOutcome, &createdAt, &updatedAt,
 		&deadline, &o.Retry.MaxAttempts, &maxElapsedMS, &result, &o.LeaseToken, &leaseExpires,
-		&first, &o.ContentHash, &o.MaybeApplied, &blockedBy)
+		&first, &o.ContentHash, &o.MaybeApplied, &blockedBy, &releasedFrom, &releasedReason)
 	if err != nil {
 		return opRow{}, err
 	}
 	o.BlockedBy = scheduler.BlockedBy(blockedBy.String)
+	if releasedFrom.Valid {
+		rf := &scheduler.ReleasedFrom{State: scheduler.State(releasedFrom.String)}
+		if rf.State == scheduler.StateHeld {
+			rf.HoldReason = scheduler.HoldReason(releasedReason.String)
+		} else {
+			rf.FailureReason = scheduler.FailureReason(releasedReason.String)
+		}
+		o.ReleasedFrom = rf
+	}
 	if o.Request.Headers, err = decodeHeaders(headers); err != nil {
 		return opRow{}, fmt.Errorf("operation %s: stored headers: %w", o.ID, err)
 	}
@@ -599,11 +610,21 @@ func releaseOperation(ctx context.Context, tx *sql.Tx, id string, at time.Time, 
 	if err := r.Allow(allowed); err != nil {
 		return opRow{}, err
 	}
+	// What it is released from, kept while the release is not sent so
+	// that it can be undone; a change of a pending release keeps it.
+	from, fromReason := sql.NullString{}, sql.NullString{}
+	switch {
+	case r.CanUnrelease(): // a pending release, changed
+		from, fromReason = nullString(string(r.ReleasedFrom.State)), nullString(string(r.ReleasedFrom.HoldReason)+string(r.ReleasedFrom.FailureReason))
+	default:
+		from, fromReason = nullString(string(r.State)), nullString(string(r.HoldReason)+string(r.FailureReason))
+	}
 	_, err = tx.ExecContext(ctx, `
 		UPDATE operations SET state = 'scheduled', next_attempt_at = ?, hold_reason = NULL,
-			failure_reason = NULL, budget_attempts = 0, deadline = ?, updated_at = ?
+			failure_reason = NULL, budget_attempts = 0, deadline = ?, updated_at = ?,
+			released_from_state = ?, released_from_reason = ?
 		WHERE id = ?`,
-		millis(at), millis(at.Add(r.Retry.MaxElapsed)), millis(act.At), r.id)
+		millis(at), millis(at.Add(r.Retry.MaxElapsed)), millis(act.At), from, fromReason, r.id)
 	if err != nil {
 		return opRow{}, err
 	}
@@ -617,6 +638,53 @@ func releaseOperation(ctx context.Context, tx *sql.Tx, id string, at time.Time, 
 		return opRow{}, err
 	}
 	return findOperationByRowID(ctx, tx, r.id)
+}
+
+// UnreleaseOperation undoes a release not sent yet (see scheduler.Store):
+// the operation goes back to the state and reason it was released from
+// and records act ("unrelease"). A *scheduler.TransitionError when there
+// is no such release, ErrNotFound for unknown IDs.
+func (db *DB) UnreleaseOperation(ctx context.Context, id string, act scheduler.Action) (scheduler.Operation, error) {
+	tx, err := db.beginWrite(ctx)
+	if err != nil {
+		return scheduler.Operation{}, fmt.Errorf("unrelease %s: %w", id, err)
+	}
+	defer tx.Rollback()
+	r, err := findOperation(ctx, tx, id)
+	if err == nil {
+		err = r.Allow(scheduler.ActUnrelease)
+	}
+	if err != nil {
+		return scheduler.Operation{}, fmt.Errorf("unrelease %s: %w", id, err)
+	}
+	rf := r.ReleasedFrom
+	var hold, failure sql.NullString
+	if rf.State == scheduler.StateHeld {
+		hold = nullString(string(rf.HoldReason))
+	} else {
+		failure = nullString(string(rf.FailureReason))
+	}
+	_, err = tx.ExecContext(ctx, `
+		UPDATE operations SET state = ?, next_attempt_at = NULL, hold_reason = ?, failure_reason = ?, updated_at = ?,
+			released_from_state = NULL, released_from_reason = NULL
+		WHERE id = ?`,
+		string(rf.State), hold, failure, millis(act.At), r.id)
+	if err != nil {
+		return scheduler.Operation{}, fmt.Errorf("unrelease %s: %w", id, err)
+	}
+	back := scheduler.Operation{State: rf.State, HoldReason: rf.HoldReason, FailureReason: rf.FailureReason}
+	detail := fmt.Sprintf("%s (released, not sent) → %s", r.DescribeState(), back.DescribeState())
+	if err := insertAudit(ctx, tx, auditRow{opRowID: r.id, scope: r.Scope, action: string(scheduler.ActUnrelease), act: act, detail: detail}); err != nil {
+		return scheduler.Operation{}, fmt.Errorf("unrelease %s: %w", id, err)
+	}
+	out, err := findOperationByRowID(ctx, tx, r.id)
+	if err != nil {
+		return scheduler.Operation{}, fmt.Errorf("unrelease %s: %w", id, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return scheduler.Operation{}, fmt.Errorf("unrelease %s: %w", id, err)
+	}
+	return out.Operation, nil
 }
 
 // ResolveOperation ends an operation that CanResolve as succeeded, or as

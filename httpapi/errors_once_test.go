@@ -69,7 +69,7 @@ func TestManualActions_RefusalReadsOnce(t *testing.T) {
 	b := setup(t, setupOpts{})
 	enqueue(t, b, "op-1", "account-a")
 	for _, tt := range []struct{ action, body, want string }{
-		{"release", `{"reason":"retry it"}`, `operation "op-1": only held or failed operations can be released; this one is scheduled`},
+		{"release", `{"reason":"retry it"}`, `operation "op-1": only held or failed operations, and released ones not sent yet, can be released; this one is scheduled`},
 		{"resolve", `{"outcome":"succeeded","reason":"checked"}`, `operation "op-1": only operations held for unknownOutcome can be resolved; this one is scheduled`},
 	} {
 		p := problemOf(t, b.do(http.MethodPost, opPath("op-1", "/"+tt.action), tt.body), http.StatusConflict)
@@ -93,7 +93,7 @@ func TestManualActions_RefusalReadsOnce(t *testing.T) {
 		want string
 	}{
 		{"/ui/operations/waits/release", url.Values{"reason": {"again"}, "when": {"now"}},
-			"Not possible now: only held or failed operations can be released; this one is scheduled."},
+			"Not possible now: only held or failed operations, and released ones not sent yet, can be released; this one is scheduled."},
 		{"/ui/operations/waits/resolve", url.Values{"reason": {"checked"}, "outcome": {"succeeded"}},
 			"Not possible now: only operations held for unknownOutcome can be resolved; this one is scheduled."},
 		{"/ui/operations/waits/resolve", url.Values{"reason": {"checked"}, "outcome": {"release"}},

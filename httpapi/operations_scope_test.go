@@ -183,3 +183,28 @@ func TestUI_PagesRefreshThemselves(t *testing.T) {
 		t.Error("an error page reloads itself")
 	}
 }
+
+// A scheduled release can be changed or undone on the page before it runs
+// (design §14): a mistyped time no longer needs a cancel.
+func TestUI_ChangeOrUndoRelease(t *testing.T) {
+	t.Parallel()
+	b := setupUI(t, uiOpts{})
+	b.scope("acct")
+	b.enqueue("acct", "rel")
+	b.holdUnknown()
+	at := func(d time.Duration) string { return b.svc.Now().Add(d).UTC().Format("2006-01-02T15:04") }
+	p := b.post("/ui/operations/rel/release", url.Values{"reason": {"after the window"}, "when": {"at"}, "at": {at(48 * time.Hour)}})
+	wantIn(t, b.follow(p), http.StatusOK, "Change the release", "Released from held (unknownOutcome) and not sent yet", `id="unrelease"`)
+	p = b.post("/ui/operations/rel/release", url.Values{"reason": {"typo: today"}, "when": {"at"}, "at": {at(3 * time.Hour)}})
+	wantIn(t, b.follow(p), http.StatusOK, "Released: it will be sent again at")
+	if op := b.op("rel"); op.State != scheduler.StateScheduled || op.ReleasedFrom == nil {
+		t.Fatalf("changed release: %s from %+v", op.State, op.ReleasedFrom)
+	}
+	wantIn(t, b.post("/ui/operations/rel/unrelease", url.Values{"reason": {" "}}), http.StatusUnprocessableEntity, "Reason is required")
+	p = b.post("/ui/operations/rel/unrelease", url.Values{"reason": {"the customer will retry themselves"}})
+	wantIn(t, b.follow(p), http.StatusOK, "Release undone: it is held (unknownOutcome) again and will not be sent.")
+	if op := b.op("rel"); op.State != scheduler.StateHeld || op.HoldReason != scheduler.HoldUnknownOutcome {
+		t.Fatalf("after undo: %s/%s", op.State, op.HoldReason)
+	}
+	wantIn(t, b.post("/ui/operations/rel/unrelease", url.Values{"reason": {"again"}}), http.StatusConflict, "only a release not sent yet can be undone")
+}

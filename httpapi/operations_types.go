@@ -109,11 +109,20 @@ type Operation struct {
 	// MaybeApplied is true once an attempt of this mutation may have
 	// applied it without a definite answer: it never ends failed by itself
 	// (held with unknownOutcome instead).
-	MaybeApplied bool    `json:"maybeApplied"`
-	Retry        Retry   `json:"retry"`
-	Request      Request `json:"request"`
+	MaybeApplied bool `json:"maybeApplied"`
+	// ReleasedFrom is, while a person's release has not been sent, what it
+	// was released from: the release can be changed or undone.
+	ReleasedFrom *ReleasedFrom `json:"releasedFrom,omitempty"`
+	Retry        Retry         `json:"retry"`
+	Request      Request       `json:"request"`
 	// Result is the provider's answer, present once it succeeded.
 	Result *Result `json:"result,omitempty"`
+}
+
+// ReleasedFrom is the state and reason a pending release came from.
+type ReleasedFrom struct {
+	State  string `json:"state"`
+	Reason string `json:"reason"`
 }
 
 // Outcome is what the latest attempt's response meant.
@@ -239,6 +248,12 @@ type CancelRequest struct {
 	Reason string `json:"reason"`
 }
 
+// UnreleaseRequest is the body of POST /v1/operations/{operationId}/unrelease.
+type UnreleaseRequest struct {
+	// Reason says why, for the audit trail. Required.
+	Reason string `json:"reason"`
+}
+
 // input converts an enqueue body. What does not parse (a time, a duration,
 // base64, a media type) goes into the input's Invalid fields, which the
 // scheduler reports together with everything else it validates.
@@ -337,6 +352,9 @@ func newOperation(op scheduler.Operation) Operation {
 	}
 	if op.State.Due() {
 		out.NextAttemptAt = optTime(op.NextAttemptAt)
+	}
+	if rf := op.ReleasedFrom; rf != nil && op.CanUnrelease() {
+		out.ReleasedFrom = &ReleasedFrom{State: string(rf.State), Reason: string(rf.HoldReason) + string(rf.FailureReason)}
 	}
 	if lo := op.LastOutcome; lo != nil {
 		out.LastOutcome = &Outcome{

@@ -167,6 +167,7 @@ func (s *Server) routes() *chi.Mux {
 		r.Post("/operations/{operationId}/release", s.handleRelease)
 		r.Post("/operations/{operationId}/resolve", s.handleResolve)
 		r.Post("/operations/{operationId}/cancel", s.handleCancel)
+		r.Post("/operations/{operationId}/unrelease", s.handleUnrelease)
 
 		r.Get("/changes", s.handleChanges)
 	})
@@ -188,6 +189,7 @@ func (s *Server) routes() *chi.Mux {
 			r.Post("/operations/{operationId}/release", s.handleUIRelease)
 			r.Post("/operations/{operationId}/resolve", s.handleUIResolve)
 			r.Post("/operations/{operationId}/cancel", s.handleUICancel)
+			r.Post("/operations/{operationId}/unrelease", s.handleUIUnrelease)
 			r.Get("/scopes/{providerScope}", s.handleUIScope)
 			r.Post("/scopes/{providerScope}/resume", s.handleUIResume)
 			r.Post("/scopes/{providerScope}/pause", s.handleUIPause)

@@ -39,8 +39,8 @@ type operationView struct {
 	Scope     scheduler.Scope
 	ScopeNote string
 	// What the operation's state allows.
-	CanRelease, CanCancel, CanResolve bool
-	Release, Resolve, Cancel          uiForm
+	CanRelease, CanCancel, CanResolve, CanUnrelease bool
+	Release, Resolve, Cancel, Unrelease             uiForm
 	// MinAt and MaxAt bound the times the release form offers (now and
 	// the policy's horizon, UTC).
 	MinAt, MaxAt string
@@ -103,7 +103,7 @@ func (s *Server) uiOperationView(w http.ResponseWriter, r *http.Request, id stri
 		uiPage: s.uiBase(w, r, "Operation "+op.ID).live(),
 		Op:     op, Headers: displayHeaders(op.Request.Headers, shownHeader),
 		BodySize: len(op.Request.Body), Words: stateWords(op), Audit: audit, Scope: sc,
-		CanRelease: op.CanRelease(), CanCancel: op.CanCancel(), CanResolve: op.CanResolve(),
+		CanRelease: op.CanRelease(), CanCancel: op.CanCancel(), CanResolve: op.CanResolve(), CanUnrelease: op.CanUnrelease(),
 		Release: uiForm{When: "now"}, Resolve: uiForm{Outcome: ""},
 	}
 	if op.LastOutcome != nil {
@@ -213,6 +213,22 @@ func (s *Server) handleUICancel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.uiRedirect(w, r, operationUIPath(id), flashOK, "Canceled: it will not be sent.")
+}
+
+// handleUIUnrelease answers POST /ui/operations/{operationId}/unrelease:
+// a release not sent yet is undone (design §14).
+func (s *Server) handleUIUnrelease(w http.ResponseWriter, r *http.Request) {
+	id, ok := s.uiOperationParam(w, r)
+	if !ok || !s.uiParseForm(w, r) {
+		return
+	}
+	form := uiForm{Reason: r.PostForm.Get("reason")}
+	op, err := s.svc.Unrelease(r.Context(), id, form.Reason, actorFrom(r.Context()))
+	if err != nil {
+		s.uiOperationActionError(w, r, id, err, func(v *operationView, msg string) { form.Error = msg; v.Unrelease = form })
+		return
+	}
+	s.uiRedirect(w, r, operationUIPath(id), flashOK, "Release undone: it is "+op.DescribeState()+" again and will not be sent.")
 }
 
 // uiOperationActionError answers a failed action on an operation: the

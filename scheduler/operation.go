@@ -121,6 +121,19 @@ type Operation struct {
 	// §11); only a confirmed success, a person's resolve or a cancel ends
 	// it. It survives a release; a resolve clears it.
 	MaybeApplied bool
+	// ReleasedFrom is, for an operation a person released that has not
+	// been sent since, what it was released from; nil otherwise. While it
+	// is set, the release can be changed (released again at another time)
+	// or undone (design §14).
+	ReleasedFrom *ReleasedFrom
+}
+
+// ReleasedFrom is the state a released operation was in before its
+// release: held or failed, with the reason.
+type ReleasedFrom struct {
+	State         State
+	HoldReason    HoldReason
+	FailureReason FailureReason
 }
 
 // Decision is what happens to an operation after an attempt: its next state

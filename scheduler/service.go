@@ -715,6 +715,15 @@ func (s *Service) Resolve(ctx context.Context, id string, res Resolution, reason
 	return s.store.ResolveOperation(ctx, id, res == ResolvedApplied, act)
 }
 
+// Unrelease undoes a release that has not been sent yet (design §14): the
+// operation goes back to what it was released from.
+func (s *Service) Unrelease(ctx context.Context, id, reason, actor string) (Operation, error) {
+	if err := requireReason(reason); err != nil {
+		return Operation{}, err
+	}
+	return s.store.UnreleaseOperation(ctx, id, Action{Actor: actor, At: s.Now(), Reason: reason})
+}
+
 // Cancel cancels an operation that is not running or finished.
 func (s *Service) Cancel(ctx context.Context, id, reason, actor string) (Operation, error) {
 	if err := requireReason(reason); err != nil {

@@ -100,6 +100,12 @@ type Store interface {
 	// release are one transaction. A *TransitionError (ActResolve)
 	// otherwise.
 	ReleaseUnapplied(ctx context.Context, id string, at time.Time, act Action) (Operation, error)
+	// UnreleaseOperation undoes a release not sent yet (Operation.
+	// CanUnrelease): the operation goes back to the state and reason it
+	// was released from, and act ("unrelease") is recorded. The claim
+	// clears what an operation was released from, so a release that was
+	// sent cannot be undone.
+	UnreleaseOperation(ctx context.Context, id string, act Action) (Operation, error)
 	// ResolveOperation ends an operation that CanResolve (held for
 	// unknownOutcome) as succeeded or as failed (FailureResolvedFailed),
 	// clears MaybeApplied (a person settled it) and records act

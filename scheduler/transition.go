@@ -21,6 +21,9 @@ const (
 	ActResolve ManualAction = "resolve"
 	// ActCancel ends an operation that is not running or finished.
 	ActCancel ManualAction = "cancel"
+	// ActUnrelease undoes a release not sent yet: the operation goes back
+	// to what it was released from (design §14).
+	ActUnrelease ManualAction = "unrelease"
 )
 
 // releasable and cancelable are the states that allow a release and a
@@ -38,8 +41,14 @@ func (s State) CanRelease() bool { return slices.Contains(releasable, s) }
 // operation cannot be canceled: its request is already on its way.
 func (s State) CanCancel() bool { return slices.Contains(cancelable, s) }
 
-// CanRelease reports whether a person may release o (ActRelease).
-func (o Operation) CanRelease() bool { return o.State.CanRelease() }
+// CanRelease reports whether a person may release o (ActRelease): a held
+// or failed operation, or one whose release has not been sent yet (the
+// release is then changed to the new time).
+func (o Operation) CanRelease() bool { return o.State.CanRelease() || o.CanUnrelease() }
+
+// CanUnrelease reports whether a person may undo o's release
+// (ActUnrelease): it waits to be sent after a release and has not been.
+func (o Operation) CanUnrelease() bool { return o.State.Due() && o.ReleasedFrom != nil }
 
 // CanResolve reports whether a person may resolve o (ActResolve): only a
 // mutation held for unknownOutcome has an outcome to settle.
@@ -61,6 +70,8 @@ func (o Operation) Allow(a ManualAction) error {
 		ok = o.CanResolve()
 	case ActCancel:
 		ok = o.CanCancel()
+	case ActUnrelease:
+		ok = o.CanUnrelease()
 	}
 	if ok {
 		return nil
@@ -102,12 +113,14 @@ type TransitionError struct {
 }
 
 // Error says which operations allow the action and what this one is:
-// "only held or failed operations can be released; this one is scheduled".
+// "only held or failed operations, and released ones not sent yet, can be released; this one is scheduled".
 func (e *TransitionError) Error() string {
 	var rule string
 	switch e.Action {
 	case ActRelease:
-		rule = "only " + orList(releasable) + " operations can be released"
+		rule = "only " + orList(releasable) + " operations, and released ones not sent yet, can be released"
+	case ActUnrelease:
+		rule = "only a release not sent yet can be undone"
 	case ActResolve:
 		rule = "only operations held for " + string(HoldUnknownOutcome) + " can be resolved"
 	case ActCancel:

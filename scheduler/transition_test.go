@@ -76,7 +76,7 @@ func TestServiceErrorsReadOnce(t *testing.T) {
 		act  scheduler.ManualAction
 	}{
 		{func() error { _, err := h.svc.Release(ctx, "op-1", nil, "again", "carol"); return err },
-			"release op-1: only held or failed operations can be released; this one is scheduled", scheduler.ActRelease},
+			"release op-1: only held or failed operations, and released ones not sent yet, can be released; this one is scheduled", scheduler.ActRelease},
 		{func() error {
 			_, err := h.svc.Resolve(ctx, "op-1", scheduler.ResolvedApplied, "checked", "carol")
 			return err

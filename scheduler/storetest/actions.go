@@ -176,7 +176,7 @@ func testManualActions(t *testing.T, open Opener) {
 			want string
 		}{
 			{func() error { _, err := d.ReleaseOperation(ctx, "op", T0, act); return err },
-				"release op: only held or failed operations can be released; this one is scheduled"},
+				"release op: only held or failed operations, and released ones not sent yet, can be released; this one is scheduled"},
 			{func() error { _, err := d.ResolveOperation(ctx, "op", true, act); return err },
 				"resolve op: only operations held for unknownOutcome can be resolved; this one is scheduled"},
 			{func() error { _, err := d.CancelOperation(ctx, "run", act); return err },
@@ -265,4 +265,67 @@ func testReleaseHeldInScope(t *testing.T, open Opener) {
 			t.Fatalf("err = %v, want ErrNotFound", err)
 		}
 	})
+}
+
+// A release not sent yet can be changed (released again: it keeps what
+// it was released from) or undone (back to that state and reason); once
+// a claim sent it, it cannot (design §14).
+func testChangeOrUndoRelease(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	PutScope(t, d, "a", ScopeOpts{MaxConcurrent: 5})
+	Enqueue(t, d, T0, NewOp("op", "a", T0), NewOp("sent", "a", T0))
+	for _, c := range Claim(t, d, T0, 2) {
+		heldOp(t, d, c)
+	}
+	act := func(reason string) scheduler.Action {
+		return scheduler.Action{Actor: "carol", At: T0.Add(time.Minute), Reason: reason}
+	}
+	later, mistyped := T0.Add(3*time.Hour), T0.Add(30*24*time.Hour)
+	op, err := d.ReleaseOperation(ctx, "op", mistyped, act("after the window"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := scheduler.ReleasedFrom{State: scheduler.StateHeld, HoldReason: scheduler.HoldUnknownOutcome}
+	if op.ReleasedFrom == nil || *op.ReleasedFrom != want || !op.CanUnrelease() {
+		t.Fatalf("released: releasedFrom %+v, want %+v", op.ReleasedFrom, want)
+	}
+	// Changed: the new time, still released from the hold.
+	if op, err = d.ReleaseOperation(ctx, "op", later, act("typo in the date")); err != nil || !op.NextAttemptAt.Equal(later) || op.ReleasedFrom == nil || *op.ReleasedFrom != want {
+		t.Fatalf("changed release: %v at %s from %+v", err, op.NextAttemptAt, op.ReleasedFrom)
+	}
+	// Undone: held for unknownOutcome again, nothing to send.
+	if op, err = d.UnreleaseOperation(ctx, "op", act("not after all")); err != nil || op.State != scheduler.StateHeld || op.HoldReason != scheduler.HoldUnknownOutcome || op.ReleasedFrom != nil || !op.NextAttemptAt.IsZero() {
+		t.Fatalf("undone: %+v, %v", op, err)
+	}
+	entries, err := d.ListAudit(ctx, "op")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(entries); n != 3 || entries[2].Action != "unrelease" || !strings.Contains(entries[2].Detail, "→ held (unknownOutcome)") {
+		t.Fatalf("audit %+v, want release, release, unrelease", entries)
+	}
+	var te *scheduler.TransitionError
+	if _, err := d.UnreleaseOperation(ctx, "op", act("again")); !errors.As(err, &te) {
+		t.Fatalf("undo of no release = %v, want a TransitionError", err)
+	}
+	// Once sent, the release is spent: nothing to undo or change.
+	if _, err := d.ReleaseOperation(ctx, "sent", T0.Add(time.Minute), act("now")); err != nil {
+		t.Fatal(err)
+	}
+	cs := Claim(t, d, T0.Add(time.Minute), 1)
+	if len(cs) != 1 || cs[0].Operation.ReleasedFrom != nil {
+		t.Fatalf("claim of the released operation: %+v", cs)
+	}
+	Complete(t, d, cs[0], T0.Add(2*time.Minute), scheduler.Decision{State: scheduler.StateScheduled, NextAttemptAt: T0.Add(time.Hour), Reason: "503"},
+		providers.Outcome{Class: providers.ClassTransient, Status: 503})
+	if _, err := d.UnreleaseOperation(ctx, "sent", act("undo")); !errors.As(err, &te) {
+		t.Fatalf("undo after the release was sent = %v, want a TransitionError", err)
+	}
+	if op := GetOp(t, d, "sent"); op.ReleasedFrom != nil || op.CanRelease() {
+		t.Fatalf("sent: releasedFrom %+v, canRelease %v; want neither", op.ReleasedFrom, op.CanRelease())
+	}
+	if _, err := d.UnreleaseOperation(ctx, "nope", act("x")); !errors.Is(err, scheduler.ErrNotFound) {
+		t.Fatalf("undo unknown = %v", err)
+	}
 }

@@ -54,6 +54,7 @@ var suite = []struct {
 	{"SpentResourceBudgetHoldsOnlyItsRequests", testSpentResourceBudgetHoldsOnlyItsRequests},
 	{"SpentDefaultBudgetHoldsOnlyItsRequests", testSpentDefaultBudgetHoldsOnlyItsRequests},
 	{"ManualActions", testManualActions},
+	{"ChangeOrUndoRelease", testChangeOrUndoRelease},
 	{"ReleaseHeldInScope", testReleaseHeldInScope},
 	{"ChangesFeed", testChangesFeed},
 	{"ListChanges", testListChanges},
