@@ -41,8 +41,26 @@ func usersCommand() *cli.Command {
 					"line from standard input:\n\n" +
 					"   printf '%s\\n' \"$PASSWORD\" | pacer users add alice\n\n" +
 					fmt.Sprintf("It needs at least %d characters (at most %d bytes). It is stored as a bcrypt hash.", db.MinPasswordLength, db.MaxPasswordBytes),
-				Flags:  flags(),
+				Flags: append(flags(), &cli.StringFlag{Name: "role", Value: scheduler.RoleOperator,
+					Usage: "viewer (looks at everything, acts on nothing) or operator (looks and acts)"}),
 				Action: runUsersAdd,
+			},
+			{
+				Name:        "passwd",
+				Usage:       "set a staff account's password",
+				ArgsUsage:   "NAME",
+				Description: "The new password is read as for add. The account's sessions end and it is unlocked.",
+				Flags:       flags(),
+				Action:      runUsersPasswd,
+			},
+			{
+				Name:      "unlock",
+				Usage:     "let a staff account sign in again",
+				ArgsUsage: "NAME",
+				Description: fmt.Sprintf("An account is locked after %d failed sign-ins in a row; its password is unchanged.",
+					scheduler.MaxFailedSignIns),
+				Flags:  flags(),
+				Action: runUsersUnlock,
 			},
 			{
 				Name:   "list",
@@ -111,13 +129,60 @@ func runUsersAdd(c *cli.Context) error {
 		return err
 	}
 	defer store.Close()
-	if err := store.AddUser(c.Context, db.NewUser{Name: name, Password: password}, clock.New().Now().UTC()); err != nil {
+	role := c.String("role")
+	if role != scheduler.RoleViewer && role != scheduler.RoleOperator {
+		return cli.Exit(fmt.Sprintf("--role %q: must be viewer (looks, acts on nothing) or operator (looks and acts)", role), 2)
+	}
+	if err := store.AddUser(c.Context, db.NewUser{Name: name, Password: password, Role: role}, clock.New().Now().UTC()); err != nil {
 		if errors.Is(err, scheduler.ErrConflict) {
 			return cli.Exit(fmt.Sprintf("a staff account %q exists already: remove it first (pacer users remove %s) to set a new password", name, name), 1)
 		}
 		return cli.Exit(usersErrLine(err), 1)
 	}
-	_, err = fmt.Fprintf(c.App.Writer, "added staff account %s: the support page (/ui) now asks everyone to sign in\n", name)
+	_, err = fmt.Fprintf(c.App.Writer, "added staff account %s (%s): the support page (/ui) now asks everyone to sign in\n", name, role)
+	return err
+}
+
+func runUsersPasswd(c *cli.Context) error {
+	name, err := oneName(c)
+	if err != nil {
+		return err
+	}
+	password, err := readPassword(c, name)
+	if err != nil {
+		return cli.Exit(errLine(err), 2)
+	}
+	if err := db.ValidateUser(name, password); err != nil {
+		return cli.Exit(usersErrLine(err), 2)
+	}
+	return usersUpdate(c, name, func(store *db.DB) error { return store.SetPassword(c.Context, name, password, 0) },
+		"set the password of staff account %s, ended its sessions and unlocked it\n")
+}
+
+func runUsersUnlock(c *cli.Context) error {
+	name, err := oneName(c)
+	if err != nil {
+		return err
+	}
+	return usersUpdate(c, name, func(store *db.DB) error { return store.UnlockUser(c.Context, name) },
+		"unlocked staff account %s: it can sign in again\n")
+}
+
+// usersUpdate opens the database, runs update on the account name and
+// prints done (a format taking the name).
+func usersUpdate(c *cli.Context, name string, update func(*db.DB) error, done string) error {
+	store, err := openUsersDB(c)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if err := update(store); err != nil {
+		if errors.Is(err, scheduler.ErrNotFound) {
+			return cli.Exit(fmt.Sprintf("no staff account %q (see pacer users list)", name), 1)
+		}
+		return cli.Exit(usersErrLine(err), 1)
+	}
+	_, err = fmt.Fprintf(c.App.Writer, done, name)
 	return err
 }
 
@@ -139,9 +204,13 @@ func runUsersList(c *cli.Context) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tCREATED (UTC)")
+	fmt.Fprintln(tw, "NAME\tROLE\tSTATE\tCREATED (UTC)")
 	for _, u := range users {
-		fmt.Fprintf(tw, "%s\t%s\n", u.Name, u.CreatedAt.Format("2006-01-02 15:04:05"))
+		state := "active"
+		if u.Locked {
+			state = "locked (pacer users unlock " + u.Name + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", u.Name, u.Role, state, u.CreatedAt.Format("2006-01-02 15:04:05"))
 	}
 	return tw.Flush()
 }

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"pacer/db"
+	"pacer/scheduler"
 )
 
 func TestCLIUsers(t *testing.T) {
@@ -60,4 +62,62 @@ func TestCLIUsers(t *testing.T) {
 		t.Fatalf("remove: %q", out)
 	}
 	runPacer(ctx, nil, "", "users", "remove", "--db", path, "alice").fails(t, 1, "no staff account")
+}
+
+// Design §14: a viewer role, an account locked after five failed sign-ins
+// and unlocked by pacer users unlock, and pacer users passwd.
+func TestCLIUsersRolesUnlockPasswd(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "pacer.db")
+	const password, newPassword = "a long staff password", "another long password"
+	key, _, err := db.LoadOrCreateKeyFile(path + ".key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := db.Open(path, db.Options{Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Close()
+	if out := runPacer(ctx, nil, password+"\n", "users", "add", "--db", path, "--role", "viewer", "vic").ok(t); !strings.Contains(out, "(viewer)") {
+		t.Fatalf("add a viewer: %q", out)
+	}
+	runPacer(ctx, nil, password+"\n", "users", "add", "--db", path, "--role", "boss", "bob").fails(t, 2, "--role")
+	// Five wrong passwords lock the account, even against the right one.
+	store, err := db.Open(path, db.Options{Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range scheduler.MaxFailedSignIns {
+		if ok, err := store.CheckPassword(ctx, "vic", "wrong password!"); ok || err != nil {
+			t.Fatalf("wrong password: %v %v", ok, err)
+		}
+	}
+	if _, err := store.CheckPassword(ctx, "vic", password); !errors.Is(err, scheduler.ErrAccountLocked) {
+		t.Fatalf("after %d failures: %v, want ErrAccountLocked", scheduler.MaxFailedSignIns, err)
+	}
+	store.Close()
+	if out := runPacer(ctx, nil, "", "users", "list", "--db", path).ok(t); !strings.Contains(out, "viewer") || !strings.Contains(out, "locked (pacer users unlock vic)") {
+		t.Fatalf("list: %q, want vic as a locked viewer", out)
+	}
+	if out := runPacer(ctx, nil, "", "users", "unlock", "--db", path, "vic").ok(t); !strings.Contains(out, "unlocked staff account vic") {
+		t.Fatalf("unlock: %q", out)
+	}
+	runPacer(ctx, nil, "", "users", "unlock", "--db", path, "nobody").fails(t, 1, "no staff account")
+	if out := runPacer(ctx, nil, newPassword+"\n", "users", "passwd", "--db", path, "vic").ok(t); !strings.Contains(out, "set the password of staff account vic") {
+		t.Fatalf("passwd: %q", out)
+	}
+	runPacer(ctx, nil, "short\n", "users", "passwd", "--db", path, "vic").fails(t, 2, "at least 10 characters")
+	store, err = db.Open(path, db.Options{Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if ok, err := store.CheckPassword(ctx, "vic", newPassword); !ok || err != nil {
+		t.Fatalf("the new password: %v %v", ok, err)
+	}
+	if ok, _ := store.CheckPassword(ctx, "vic", password); ok {
+		t.Fatal("the old password still signs in")
+	}
 }

@@ -70,7 +70,7 @@ func TestMigrationMarksMaybeApplied(t *testing.T) {
 	}
 }
 
-// undoResourceBudgets takes a database from version 8 back to 5.
+// undoResourceBudgets takes a database from version 9 back to 5.
 const undoResourceBudgets = undoCredentialTypes + `
 	DROP TRIGGER scopes_default_budget;
 	DROP TABLE scope_routes;
@@ -80,13 +80,19 @@ const undoResourceBudgets = undoCredentialTypes + `
 	CREATE INDEX operations_due ON operations (scope_id, next_attempt_at) WHERE state IN ('scheduled', 'waitingForBudget');
 	PRAGMA user_version = 5;`
 
-// undoReleasedFrom takes a database from version 8 back to 7.
-const undoReleasedFrom = `
+// undoStaffRoles takes a database from version 9 back to 8.
+const undoStaffRoles = `
+	ALTER TABLE users DROP COLUMN role;
+	ALTER TABLE users DROP COLUMN failed_signins;
+	PRAGMA user_version = 8;`
+
+// undoReleasedFrom takes a database from version 9 back to 7.
+const undoReleasedFrom = undoStaffRoles + `
 	ALTER TABLE operations DROP COLUMN released_from_state;
 	ALTER TABLE operations DROP COLUMN released_from_reason;
 	PRAGMA user_version = 7;`
 
-// undoCredentialTypes takes a database from version 8 back to 6.
+// undoCredentialTypes takes a database from version 9 back to 6.
 const undoCredentialTypes = undoReleasedFrom + `
 	ALTER TABLE scopes DROP COLUMN credential_type;
 	PRAGMA user_version = 6;`

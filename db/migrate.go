@@ -41,6 +41,11 @@ func migrations() []string {
 		// changed or undone until the claim clears it (design §14).
 		`ALTER TABLE operations ADD COLUMN released_from_state TEXT CHECK (released_from_state IN ('held', 'failed'));
 		ALTER TABLE operations ADD COLUMN released_from_reason TEXT;`,
+		// version 9: staff roles (a viewer looks, an operator acts) and the
+		// failed sign-ins in a row that lock an account until
+		// pacer users unlock (design §14).
+		`ALTER TABLE users ADD COLUMN role TEXT NOT NULL DEFAULT 'operator' CHECK (role IN ('viewer', 'operator'));
+		ALTER TABLE users ADD COLUMN failed_signins INTEGER NOT NULL DEFAULT 0 CHECK (failed_signins >= 0);`,
 	}
 }
 

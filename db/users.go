@@ -33,7 +33,12 @@ const timingHash = "$2a$10$xlkOGlo1rXYoIbebt1V1ae1WPYrGlyRyZL6diDXNHJbUk4qoWy5fm
 // User is a staff account of the support page. Its password hash never
 // leaves this package.
 type User struct {
-	Name      string
+	Name string
+	// Role is scheduler.RoleViewer or scheduler.RoleOperator.
+	Role string
+	// Locked is true after scheduler.MaxFailedSignIns failed sign-ins in a
+	// row, until UnlockUser.
+	Locked    bool
 	CreatedAt time.Time
 }
 
@@ -63,6 +68,9 @@ const DefaultPasswordCost = bcrypt.DefaultCost
 type NewUser struct {
 	Name     string
 	Password string
+	// Role is scheduler.RoleViewer or scheduler.RoleOperator; empty means
+	// operator.
+	Role string
 	// Cost is the bcrypt cost (bcrypt.MinCost to bcrypt.MaxCost); 0 means
 	// DefaultPasswordCost. Tests lower it: hashing is slow on purpose.
 	Cost int
@@ -73,8 +81,14 @@ type NewUser struct {
 // name or password and ErrConflict (wrapped) when the name is taken.
 func (db *DB) AddUser(ctx context.Context, u NewUser, now time.Time) error {
 	name := u.Name
+	if u.Role == "" {
+		u.Role = scheduler.RoleOperator
+	}
 	if err := ValidateUser(name, u.Password); err != nil {
 		return err
+	}
+	if u.Role != scheduler.RoleViewer && u.Role != scheduler.RoleOperator {
+		return &scheduler.ValidationError{Fields: []scheduler.FieldError{{Field: "role", Message: "must be viewer (looks, acts on nothing) or operator (looks and acts)"}}}
 	}
 	// A taken name is refused before the (slow, on purpose) hashing; the
 	// UNIQUE constraint still decides a race.
@@ -84,21 +98,17 @@ func (db *DB) AddUser(ctx context.Context, u NewUser, now time.Time) error {
 	} else if taken > 0 {
 		return fmt.Errorf("add user %s: %w: the name is taken", name, scheduler.ErrConflict)
 	}
-	cost := u.Cost
-	if cost == 0 {
-		cost = DefaultPasswordCost
-	}
-	hash, err := bcrypt.GenerateFromPassword([]byte(u.Password), cost)
+	hash, err := hashPassword(u.Password, u.Cost)
 	if err != nil {
-		return fmt.Errorf("add user %s: hash password: %w", name, err)
+		return fmt.Errorf("add user %s: %w", name, err)
 	}
 	tx, err := db.beginWrite(ctx)
 	if err != nil {
 		return fmt.Errorf("add user %s: %w", name, err)
 	}
 	defer tx.Rollback()
-	_, err = tx.ExecContext(ctx, `INSERT INTO users (name, password_hash, created_at) VALUES (?, ?, ?)`,
-		name, string(hash), millis(now))
+	_, err = tx.ExecContext(ctx, `INSERT INTO users (name, password_hash, role, created_at) VALUES (?, ?, ?, ?)`,
+		name, hash, u.Role, millis(now))
 	if isUniqueViolation(err) {
 		return fmt.Errorf("add user %s: %w: the name is taken", name, scheduler.ErrConflict)
 	} else if err != nil {
@@ -106,6 +116,69 @@ func (db *DB) AddUser(ctx context.Context, u NewUser, now time.Time) error {
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("add user %s: %w", name, err)
+	}
+	return nil
+}
+
+// hashPassword is the bcrypt hash of password at cost (0: the default).
+func hashPassword(password string, cost int) (string, error) {
+	if cost == 0 {
+		cost = DefaultPasswordCost
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), cost)
+	if err != nil {
+		return "", fmt.Errorf("hash password: %w", err)
+	}
+	return string(hash), nil
+}
+
+// SetPassword replaces the password of the staff account name (at bcrypt
+// cost, 0 for the default), unlocks it and ends its sessions. A
+// *scheduler.ValidationError for a bad password, ErrNotFound (wrapped)
+// for no such account.
+func (db *DB) SetPassword(ctx context.Context, name, password string, cost int) error {
+	if err := ValidateUser(name, password); err != nil {
+		return err
+	}
+	hash, err := hashPassword(password, cost)
+	if err != nil {
+		return fmt.Errorf("set password of %s: %w", name, err)
+	}
+	return db.updateUser(ctx, name, "set password of", true, `UPDATE users SET password_hash = ?, failed_signins = 0 WHERE name = ?`, hash, name)
+}
+
+// UnlockUser lets the staff account name sign in again after failed
+// sign-ins locked it; ErrNotFound (wrapped) for no such account.
+func (db *DB) UnlockUser(ctx context.Context, name string) error {
+	return db.updateUser(ctx, name, "unlock", false, `UPDATE users SET failed_signins = 0 WHERE name = ?`, name)
+}
+
+// updateUser runs one UPDATE of a staff account (what names it, for the
+// error) in a transaction, and ends the account's sessions when
+// endSessions is set (its password changed); ErrNotFound (wrapped) when
+// it matched nothing.
+func (db *DB) updateUser(ctx context.Context, name, what string, endSessions bool, query string, args ...any) error {
+	tx, err := db.beginWrite(ctx)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", what, name, err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", what, name, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("%s %s: %w", what, name, err)
+	} else if n == 0 {
+		return fmt.Errorf("%s %s: %w", what, name, scheduler.ErrNotFound)
+	}
+	if endSessions {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE user_id = (SELECT id FROM users WHERE name = ?)`, name); err != nil {
+			return fmt.Errorf("%s %s: %w", what, name, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("%s %s: %w", what, name, err)
 	}
 	return nil
 }
@@ -135,7 +208,7 @@ func (db *DB) RemoveUser(ctx context.Context, name string) error {
 
 // ListUsers returns every staff account, by name.
 func (db *DB) ListUsers(ctx context.Context) ([]User, error) {
-	rows, err := db.read.QueryContext(ctx, `SELECT name, created_at FROM users ORDER BY name`)
+	rows, err := db.read.QueryContext(ctx, `SELECT name, role, failed_signins >= ?, created_at FROM users ORDER BY name`, scheduler.MaxFailedSignIns)
 	if err != nil {
 		return nil, fmt.Errorf("list users: %w", err)
 	}
@@ -146,7 +219,7 @@ func (db *DB) ListUsers(ctx context.Context) ([]User, error) {
 			u  User
 			at int64
 		)
-		if err := rows.Scan(&u.Name, &at); err != nil {
+		if err := rows.Scan(&u.Name, &u.Role, &u.Locked, &at); err != nil {
 			return nil, fmt.Errorf("list users: %w", err)
 		}
 		u.CreatedAt = fromMillis(at)
@@ -168,26 +241,39 @@ func (db *DB) CountUsers(ctx context.Context) (int, error) {
 }
 
 // CheckPassword reports whether password is the staff account name's. An
-// unknown name is false, after the same bcrypt work as a known one. The
-// error is for a store that cannot answer, never for a wrong password.
+// unknown name is false, after the same bcrypt work as a known one. A
+// wrong password counts against the account: after
+// scheduler.MaxFailedSignIns in a row it is locked, and every sign-in is
+// refused with scheduler.ErrAccountLocked until UnlockUser; a right one
+// resets the count. The error is otherwise for a store that cannot answer,
+// never for a wrong password.
 func (db *DB) CheckPassword(ctx context.Context, name, password string) (bool, error) {
-	if len(password) > MaxPasswordBytes { // bcrypt would read only a prefix
-		_ = bcrypt.CompareHashAndPassword([]byte(timingHash), []byte(password[:MaxPasswordBytes]))
-		return false, nil
-	}
-	var hash string
-	err := db.read.QueryRowContext(ctx, `SELECT password_hash FROM users WHERE name = ?`, name).Scan(&hash)
+	var (
+		hash   string
+		failed int
+	)
+	err := db.read.QueryRowContext(ctx, `SELECT password_hash, failed_signins FROM users WHERE name = ?`, name).Scan(&hash, &failed)
 	if errors.Is(err, sql.ErrNoRows) {
-		_ = bcrypt.CompareHashAndPassword([]byte(timingHash), []byte(password))
+		_ = bcrypt.CompareHashAndPassword([]byte(timingHash), []byte(password[:min(len(password), MaxPasswordBytes)]))
 		return false, nil
 	} else if err != nil {
 		return false, fmt.Errorf("check password of %s: %w", name, err)
 	}
-	err = bcrypt.CompareHashAndPassword([]byte(hash), []byte(password))
-	switch {
-	case err == nil:
+	if failed >= scheduler.MaxFailedSignIns {
+		return false, fmt.Errorf("sign in as %s: %w", name, scheduler.ErrAccountLocked)
+	}
+	switch err = bcrypt.CompareHashAndPassword([]byte(hash), []byte(password)); {
+	case err == nil && len(password) <= MaxPasswordBytes:
+		if failed > 0 {
+			if _, err := db.write.ExecContext(ctx, `UPDATE users SET failed_signins = 0 WHERE name = ?`, name); err != nil {
+				return false, fmt.Errorf("check password of %s: %w", name, err)
+			}
+		}
 		return true, nil
-	case errors.Is(err, bcrypt.ErrMismatchedHashAndPassword):
+	case err == nil, errors.Is(err, bcrypt.ErrMismatchedHashAndPassword), errors.Is(err, bcrypt.ErrPasswordTooLong):
+		if _, err := db.write.ExecContext(ctx, `UPDATE users SET failed_signins = failed_signins + 1 WHERE name = ?`, name); err != nil {
+			return false, fmt.Errorf("check password of %s: %w", name, err)
+		}
 		return false, nil
 	}
 	return false, fmt.Errorf("check password of %s: %w", name, err)
@@ -224,19 +310,19 @@ func (db *DB) CreateSession(ctx context.Context, name string, tokenHash []byte, 
 	return nil
 }
 
-// SessionUser returns the staff account signed in with tokenHash, when
-// that session exists and has not expired at now; ErrNotFound otherwise.
-func (db *DB) SessionUser(ctx context.Context, tokenHash []byte, now time.Time) (string, error) {
-	var name string
-	err := db.read.QueryRowContext(ctx, `
-		SELECT u.name FROM sessions s JOIN users u ON u.id = s.user_id
-		WHERE s.token_hash = ? AND s.expires_at > ?`, tokenHash, millis(now)).Scan(&name)
+// SessionUser returns the staff account signed in with tokenHash and its
+// role, when that session exists and has not expired at now; ErrNotFound
+// otherwise.
+func (db *DB) SessionUser(ctx context.Context, tokenHash []byte, now time.Time) (name, role string, err error) {
+	err = db.read.QueryRowContext(ctx, `
+		SELECT u.name, u.role FROM sessions s JOIN users u ON u.id = s.user_id
+		WHERE s.token_hash = ? AND s.expires_at > ?`, tokenHash, millis(now)).Scan(&name, &role)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", scheduler.ErrNotFound
+		return "", "", scheduler.ErrNotFound
 	} else if err != nil {
-		return "", fmt.Errorf("find session: %w", err)
+		return "", "", fmt.Errorf("find session: %w", err)
 	}
-	return name, nil
+	return name, role, nil
 }
 
 // DeleteSession ends the session tokenHash (signing out); ending one that

@@ -101,13 +101,13 @@ func TestUsers(t *testing.T) {
 		if err := d.CreateSession(ctx, "alice", sessionHash("s1"), t0, expires); err != nil {
 			t.Fatal(err)
 		}
-		if name, err := d.SessionUser(ctx, sessionHash("s1"), t0.Add(59*time.Minute)); err != nil || name != "alice" {
+		if name, role, err := d.SessionUser(ctx, sessionHash("s1"), t0.Add(59*time.Minute)); err != nil || name != "alice" || role != scheduler.RoleOperator {
 			t.Fatalf("session user = %q, %v", name, err)
 		}
-		if _, err := d.SessionUser(ctx, sessionHash("s1"), expires); !errors.Is(err, scheduler.ErrNotFound) {
+		if _, _, err := d.SessionUser(ctx, sessionHash("s1"), expires); !errors.Is(err, scheduler.ErrNotFound) {
 			t.Fatalf("expired session: err = %v, want ErrNotFound", err)
 		}
-		if _, err := d.SessionUser(ctx, sessionHash("other"), t0); !errors.Is(err, scheduler.ErrNotFound) {
+		if _, _, err := d.SessionUser(ctx, sessionHash("other"), t0); !errors.Is(err, scheduler.ErrNotFound) {
 			t.Fatalf("unknown session: err = %v, want ErrNotFound", err)
 		}
 		if err := d.CreateSession(ctx, "mallory", sessionHash("s2"), t0, expires); !errors.Is(err, scheduler.ErrNotFound) {
@@ -124,7 +124,7 @@ func TestUsers(t *testing.T) {
 		if err := d.DeleteSession(ctx, sessionHash("s3")); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := d.SessionUser(ctx, sessionHash("s3"), expires); !errors.Is(err, scheduler.ErrNotFound) {
+		if _, _, err := d.SessionUser(ctx, sessionHash("s3"), expires); !errors.Is(err, scheduler.ErrNotFound) {
 			t.Fatalf("signed-out session: err = %v, want ErrNotFound", err)
 		}
 		if err := d.DeleteSession(ctx, sessionHash("s3")); err != nil {
@@ -139,7 +139,7 @@ func TestUsers(t *testing.T) {
 		if err := d.RemoveUser(ctx, "bob"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := d.SessionUser(ctx, sessionHash("b1"), t0); !errors.Is(err, scheduler.ErrNotFound) {
+		if _, _, err := d.SessionUser(ctx, sessionHash("b1"), t0); !errors.Is(err, scheduler.ErrNotFound) {
 			t.Fatalf("session of removed user: err = %v, want ErrNotFound", err)
 		}
 		if ok, err := d.CheckPassword(ctx, "bob", "another long one"); err != nil || ok {

@@ -208,3 +208,45 @@ func TestUI_ChangeOrUndoRelease(t *testing.T) {
 	}
 	wantIn(t, b.post("/ui/operations/rel/unrelease", url.Values{"reason": {"again"}}), http.StatusConflict, "only a release not sent yet can be undone")
 }
+
+// A viewer sees everything a support person sees and can act on nothing
+// (design §14): the pages show no action forms, and the server refuses
+// every action it is sent anyway, changing nothing.
+func TestUI_ViewerLooksAndDoesNotAct(t *testing.T) {
+	t.Parallel()
+	b := setupUI(t, uiOpts{Users: []string{"olga"}, Viewers: []string{"vic"}})
+	b.scope("acct")
+	b.enqueue("acct", "op-1")
+	b.holdUnknown()
+	b.signIn("vic")
+	wantIn(t, b.get("/ui/"), http.StatusOK, "op-1", "Signed in as <strong>vic</strong> (viewer)")
+	page := b.get("/ui/operations/op-1")
+	wantIn(t, page, http.StatusOK, "held", "signed in as a viewer")
+	for _, form := range []string{`id="resolve"`, `id="release"`, `id="cancel"`} {
+		if strings.Contains(page.Body, form) {
+			t.Errorf("a viewer's operation page shows the form %s", form)
+		}
+	}
+	if sp := b.get("/ui/scopes/acct"); strings.Contains(sp.Body, `id="pause"`) {
+		t.Error("a viewer's scope page shows the pause form")
+	}
+	for path, form := range map[string]url.Values{
+		"/ui/operations/op-1/resolve": {"reason": {"x"}, "outcome": {"succeeded"}},
+		"/ui/operations/op-1/release": {"reason": {"x"}, "when": {"now"}},
+		"/ui/operations/op-1/cancel":  {"reason": {"x"}},
+		"/ui/scopes/acct/pause":       {"reason": {"x"}, "until": {b.svc.Now().Add(time.Hour).UTC().Format("2006-01-02T15:04")}},
+		"/ui/scopes/acct/resume":      {"reason": {"x"}},
+	} {
+		wantIn(t, b.post(path, form), http.StatusForbidden, "Viewers cannot act")
+	}
+	if op := b.op("op-1"); op.State != scheduler.StateHeld {
+		t.Fatalf("a viewer's refused actions changed op-1 to %s", op.State)
+	}
+	if sc, _ := b.svc.GetScope(context.Background(), "acct"); sc.Status(b.svc.Now()) != scheduler.ScopeOpen {
+		t.Fatalf("a viewer's refused pause changed the scope to %s", sc.Status(b.svc.Now()))
+	}
+	// Signing out is not an action on anything.
+	if p := b.post("/ui/signout", url.Values{}); p.Status != http.StatusSeeOther {
+		t.Fatalf("viewer sign-out: status %d", p.Status)
+	}
+}

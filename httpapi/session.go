@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -22,16 +23,18 @@ type UserStore interface {
 	// CountUsers returns how many staff accounts exist.
 	CountUsers(ctx context.Context) (int, error)
 	// CheckPassword reports whether password is name's; an unknown name is
-	// false after the same work. The error is for a store that cannot
-	// answer.
+	// false after the same work. A locked account (too many failed
+	// sign-ins) is scheduler.ErrAccountLocked; any other error is for a
+	// store that cannot answer.
 	CheckPassword(ctx context.Context, name, password string) (bool, error)
 	// CreateSession stores a session of name under tokenHash, valid until
 	// expires, and drops sessions expired at now. scheduler.ErrNotFound
 	// when the account does not exist.
 	CreateSession(ctx context.Context, name string, tokenHash []byte, now, expires time.Time) error
 	// SessionUser returns the account of the session tokenHash unexpired
-	// at now, or scheduler.ErrNotFound.
-	SessionUser(ctx context.Context, tokenHash []byte, now time.Time) (string, error)
+	// at now and its role (scheduler.RoleViewer or RoleOperator), or
+	// scheduler.ErrNotFound.
+	SessionUser(ctx context.Context, tokenHash []byte, now time.Time) (name, role string, err error)
 	// DeleteSession ends the session tokenHash; none is not an error.
 	DeleteSession(ctx context.Context, tokenHash []byte) error
 }
@@ -53,6 +56,9 @@ type staffKey struct{}
 type staff struct {
 	// Name is the signed-in account; empty when the page is open.
 	Name string
+	// Viewer is true for an account that may look and not act (design
+	// §14): the server refuses its actions.
+	Viewer bool
 	// Open is true when no account exists and the request came over a
 	// loopback connection to a server without an API token: the page is
 	// open to it, with a banner saying so.
@@ -88,13 +94,13 @@ func (s *Server) uiWho(r *http.Request) (staff, error) {
 	if err != nil || c.Value == "" || len(c.Value) > 128 {
 		return staff{}, nil
 	}
-	name, err := s.ui.users.SessionUser(ctx, tokenHash(c.Value), s.svc.Now())
+	name, role, err := s.ui.users.SessionUser(ctx, tokenHash(c.Value), s.svc.Now())
 	if errors.Is(err, scheduler.ErrNotFound) {
 		return staff{}, nil
 	} else if err != nil {
 		return staff{}, err
 	}
-	return staff{Name: name}, nil
+	return staff{Name: name, Viewer: role == scheduler.RoleViewer}, nil
 }
 
 // uiRequireStaff admits a /ui request from a signed-in staff member (the
@@ -110,6 +116,13 @@ func (s *Server) uiRequireStaff(next http.Handler) http.Handler {
 			return
 		}
 		switch {
+		case who.Viewer && r.Method != http.MethodGet && r.Method != http.MethodHead && r.URL.Path != "/ui/signout":
+			// A viewer looks and does not act: refused here, whatever the
+			// page showed (design §14).
+			s.log.WarnContext(r.Context(), "action refused: viewer", "user", who.Name, "path", r.URL.EscapedPath())
+			s.uiRenderError(w, r, http.StatusForbidden, "Viewers cannot act",
+				"The account "+who.Name+" may look at everything and act on nothing. An operator's account can do this; "+
+					"ask one, or have the server's administrator run: pacer users add NAME --role operator")
 		case who.Name != "":
 			ctx := withActor(context.WithValue(r.Context(), staffKey{}, who), who.Name)
 			next.ServeHTTP(w, r.WithContext(ctx))
@@ -185,6 +198,12 @@ func (s *Server) handleUISignIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ok, err := s.ui.users.CheckPassword(r.Context(), name, password)
+	if errors.Is(err, scheduler.ErrAccountLocked) {
+		s.log.WarnContext(r.Context(), "sign-in refused: account locked", "user", name, "client", clientIP(r))
+		v.Error = fmt.Sprintf("This account is locked after %d failed sign-ins in a row. The server's administrator unlocks it with: pacer users unlock %s", scheduler.MaxFailedSignIns, name)
+		s.uiRender(w, r, http.StatusForbidden, "signin", &v)
+		return
+	}
 	if err != nil {
 		s.ui.throttle.release(now, keys...)
 		s.uiInternalError(w, r, err)

@@ -108,6 +108,9 @@ type uiPage struct {
 	Title string
 	// Staff is the signed-in account; empty when the page is open.
 	Staff string
+	// Viewer is true when Staff may look and not act: the pages show no
+	// action forms (the server refuses them anyway).
+	Viewer bool
 	// Open shows the "no staff accounts, open on loopback" banner.
 	Open bool
 	// NoAccounts is true when no staff account exists.
@@ -140,7 +143,7 @@ func (p uiPage) live() uiPage {
 func (s *Server) uiBase(w http.ResponseWriter, r *http.Request, title string) uiPage {
 	st := staffFrom(r.Context())
 	return uiPage{
-		Title: title, Staff: st.Name, Open: st.Open, NoAccounts: st.NoAccounts,
+		Title: title, Staff: st.Name, Viewer: st.Viewer, Open: st.Open, NoAccounts: st.NoAccounts,
 		Flash: takeFlash(w, r), Now: s.svc.Now(),
 	}
 }

@@ -33,8 +33,9 @@ const uiPassword = "staff-password-8d1e"
 type uiOpts struct {
 	// Token is the API token; empty runs without one.
 	Token string
-	// Users are staff accounts to create (password uiPassword).
-	Users []string
+	// Users are staff accounts to create (password uiPassword), and
+	// Viewers accounts that may look and not act.
+	Users, Viewers []string
 	// WrapUsers, when set, wraps the store the server checks passwords
 	// with (to count or slow the checks).
 	WrapUsers func(httpapi.UserStore) httpapi.UserStore
@@ -69,6 +70,11 @@ func setupUI(t *testing.T, opts uiOpts) *uiBundle {
 	for _, name := range opts.Users {
 		if err := store.AddUser(context.Background(), db.NewUser{Name: name, Password: uiPassword, Cost: bcrypt.MinCost}, testNow); err != nil {
 			t.Fatalf("add user: %v", err)
+		}
+	}
+	for _, name := range opts.Viewers {
+		if err := store.AddUser(context.Background(), db.NewUser{Name: name, Password: uiPassword, Cost: bcrypt.MinCost, Role: scheduler.RoleViewer}, testNow); err != nil {
+			t.Fatalf("add viewer: %v", err)
 		}
 	}
 	b := &uiBundle{
@@ -423,9 +429,17 @@ func TestUI_SignInThrottle(t *testing.T) {
 		if p := b.post("/ui/signin", url.Values{"name": {"bob"}, "password": {uiPassword}}); p.Status != http.StatusSeeOther {
 			t.Fatalf("bob: status %d", p.Status)
 		}
+		// Five failures in a row lock the account itself (design §14):
+		// after the window it is still refused, with the right password,
+		// until an administrator unlocks it.
 		b.clock.Add(httpapi.SignInWindow)
+		wantIn(t, b.post("/ui/signin", url.Values{"name": {"alice"}, "password": {uiPassword}}), http.StatusForbidden,
+			"locked after 5 failed sign-ins", "pacer users unlock alice")
+		if err := b.store.UnlockUser(context.Background(), "alice"); err != nil {
+			t.Fatal(err)
+		}
 		if p := b.post("/ui/signin", url.Values{"name": {"alice"}, "password": {uiPassword}}); p.Status != http.StatusSeeOther {
-			t.Fatalf("alice after the window: status %d", p.Status)
+			t.Fatalf("alice after unlock: status %d", p.Status)
 		}
 	})
 	t.Run("PerClient", func(t *testing.T) {

@@ -69,3 +69,19 @@ func (e *ValidationError) err() error {
 	}
 	return e
 }
+
+// ErrAccountLocked is returned for a sign-in to a staff account locked
+// after MaxFailedSignIns failed sign-ins in a row, until it is unlocked.
+var ErrAccountLocked = errors.New("account locked after too many failed sign-ins")
+
+// MaxFailedSignIns is how many failed sign-ins in a row lock a staff
+// account (design §14: pacer users unlock NAME lifts it).
+const MaxFailedSignIns = 5
+
+// Staff roles of the support page (design §14).
+const (
+	// RoleViewer sees everything a support person sees and acts on nothing.
+	RoleViewer = "viewer"
+	// RoleOperator sees and acts; the default.
+	RoleOperator = "operator"
+)
