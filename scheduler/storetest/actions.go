@@ -24,9 +24,7 @@ func testManualActions(t *testing.T, open Opener) {
 
 	t.Run("ReleaseHeld", func(t *testing.T) {
 		t.Parallel()
-		d := open(t)
-		PutScope(t, d, "a", ScopeOpts{})
-		Enqueue(t, d, T0, NewOp("op", "a", T0))
+		d := openWithOps(t, open, NewOp("op", "a", T0))
 		heldOp(t, d, Claim(t, d, T0, 1)[0])
 		at := T0.Add(2 * time.Hour)
 		op, err := d.ReleaseOperation(ctx, "op", at, act)
@@ -54,9 +52,7 @@ func testManualActions(t *testing.T, open Opener) {
 
 	t.Run("ResolveSucceededAndFailed", func(t *testing.T) {
 		t.Parallel()
-		d := open(t)
-		PutScope(t, d, "a", ScopeOpts{})
-		Enqueue(t, d, T0, NewOp("ok", "a", T0), NewOp("bad", "a", T0))
+		d := openWithOps(t, open, NewOp("ok", "a", T0), NewOp("bad", "a", T0))
 		for _, c := range Claim(t, d, T0, 2) {
 			heldOp(t, d, c)
 		}
@@ -82,9 +78,7 @@ func testManualActions(t *testing.T, open Opener) {
 
 	t.Run("ErrResolveAuthRevokedHold", func(t *testing.T) {
 		t.Parallel()
-		d := open(t)
-		PutScope(t, d, "a", ScopeOpts{})
-		Enqueue(t, d, T0, NewOp("op", "a", T0))
+		d := openWithOps(t, open, NewOp("op", "a", T0))
 		Complete(t, d, Claim(t, d, T0, 1)[0], T0, scheduler.Decision{State: scheduler.StateHeld, HoldReason: scheduler.HoldAuthRevoked},
 			providers.Outcome{Class: providers.ClassAuthRevoked, Status: 401})
 		if _, err := d.ResolveOperation(ctx, "op", true, act); !errors.Is(err, scheduler.ErrInvalidTransition) {
@@ -94,9 +88,7 @@ func testManualActions(t *testing.T, open Opener) {
 
 	t.Run("Cancel", func(t *testing.T) {
 		t.Parallel()
-		d := open(t)
-		PutScope(t, d, "a", ScopeOpts{})
-		Enqueue(t, d, T0, NewOp("waiting", "a", T0.Add(time.Hour)), NewOp("running", "a", T0))
+		d := openWithOps(t, open, NewOp("waiting", "a", T0.Add(time.Hour)), NewOp("running", "a", T0))
 		Claim(t, d, T0, 1)
 		op, err := d.CancelOperation(ctx, "waiting", act)
 		if err != nil || op.State != scheduler.StateCanceled || !op.NextAttemptAt.IsZero() {
@@ -123,9 +115,7 @@ func testManualActions(t *testing.T, open Opener) {
 
 	t.Run("ReleaseUnapplied", func(t *testing.T) {
 		t.Parallel()
-		d := open(t)
-		PutScope(t, d, "a", ScopeOpts{})
-		Enqueue(t, d, T0, NewOp("unknown", "a", T0), NewOp("revoked", "a", T0), NewOp("waiting", "a", T0.Add(time.Hour)))
+		d := openWithOps(t, open, NewOp("unknown", "a", T0), NewOp("revoked", "a", T0), NewOp("waiting", "a", T0.Add(time.Hour)))
 		cs := Claim(t, d, T0, 2)
 		Complete(t, d, cs[0], T0, scheduler.Decision{State: scheduler.StateHeld, HoldReason: scheduler.HoldUnknownOutcome, MaybeApplied: true},
 			providers.Outcome{Class: providers.ClassUnknownOutcome})
@@ -167,9 +157,7 @@ func testManualActions(t *testing.T, open Opener) {
 
 	t.Run("TransitionErrorReadsOnce", func(t *testing.T) {
 		t.Parallel()
-		d := open(t)
-		PutScope(t, d, "a", ScopeOpts{})
-		Enqueue(t, d, T0, NewOp("op", "a", T0), NewOp("run", "a", T0.Add(-time.Minute)))
+		d := openWithOps(t, open, NewOp("op", "a", T0), NewOp("run", "a", T0.Add(-time.Minute)))
 		Claim(t, d, T0, 1) // run
 		for _, tt := range []struct {
 			err  func() error

@@ -14,9 +14,7 @@ import (
 
 func testChangesFeed(t *testing.T, open Opener) {
 	ctx := context.Background()
-	d := open(t)
-	PutScope(t, d, "a", ScopeOpts{})
-	Enqueue(t, d, T0, NewOp("op", "a", T0))
+	d := openWithOps(t, open, NewOp("op", "a", T0))
 	c := Claim(t, d, T0.Add(time.Second), 1)[0]
 	Complete(t, d, c, T0.Add(2*time.Second), scheduler.Decision{State: scheduler.StateSucceeded}, providers.Outcome{Class: providers.ClassSuccess, Status: 200})
 	Enqueue(t, d, T0.Add(3*time.Second), NewOp("op-2", "a", T0))

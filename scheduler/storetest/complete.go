@@ -15,9 +15,7 @@ func testComplete(t *testing.T, open Opener) {
 
 	t.Run("Applied", func(t *testing.T) {
 		t.Parallel()
-		d := open(t)
-		PutScope(t, d, "a", ScopeOpts{})
-		Enqueue(t, d, T0, NewOp("op", "a", T0))
+		d := openWithOps(t, open, NewOp("op", "a", T0))
 		c := Claim(t, d, T0, 1)[0]
 		hint := providers.Hint{Source: "retry-after", Raw: "57", At: T0.Add(58 * time.Second)}
 		reset := T0.Add(time.Hour)
@@ -55,9 +53,7 @@ func testComplete(t *testing.T, open Opener) {
 
 	t.Run("SuccessKeepsResult", func(t *testing.T) {
 		t.Parallel()
-		d := open(t)
-		PutScope(t, d, "a", ScopeOpts{})
-		Enqueue(t, d, T0, NewOp("op", "a", T0))
+		d := openWithOps(t, open, NewOp("op", "a", T0))
 		c := Claim(t, d, T0, 1)[0]
 		res := &scheduler.Result{Status: 201, Headers: map[string]string{"Location": "/x/1"}, Body: []byte(`{"id":1}`)}
 		Complete(t, d, c, T0, scheduler.Decision{State: scheduler.StateSucceeded, Result: res}, providers.Outcome{Class: providers.ClassSuccess, Status: 201})
@@ -69,9 +65,7 @@ func testComplete(t *testing.T, open Opener) {
 
 	t.Run("FencedOutByStaleToken", func(t *testing.T) {
 		t.Parallel()
-		d := open(t)
-		PutScope(t, d, "a", ScopeOpts{})
-		Enqueue(t, d, T0, NewOp("op", "a", T0))
+		d := openWithOps(t, open, NewOp("op", "a", T0))
 		c := Claim(t, d, T0, 1)[0]
 		before := GetOp(t, d, "op")
 		stale := c
@@ -90,9 +84,7 @@ func testComplete(t *testing.T, open Opener) {
 
 	t.Run("PauseNeverShortened", func(t *testing.T) {
 		t.Parallel()
-		d := open(t)
-		PutScope(t, d, "a", ScopeOpts{})
-		Enqueue(t, d, T0, NewOp("op-1", "a", T0), NewOp("op-2", "a", T0))
+		d := openWithOps(t, open, NewOp("op-1", "a", T0), NewOp("op-2", "a", T0))
 		cs := Claim(t, d, T0, 2)
 		long, short := T0.Add(time.Hour), T0.Add(time.Minute)
 		applied, err := d.Complete(ctx, []scheduler.Completion{
@@ -108,9 +100,7 @@ func testComplete(t *testing.T, open Opener) {
 
 	t.Run("HoldsScope", func(t *testing.T) {
 		t.Parallel()
-		d := open(t)
-		PutScope(t, d, "a", ScopeOpts{})
-		Enqueue(t, d, T0, NewOp("op-1", "a", T0), NewOp("op-2", "a", T0.Add(time.Second)))
+		d := openWithOps(t, open, NewOp("op-1", "a", T0), NewOp("op-2", "a", T0.Add(time.Second)))
 		c := Claim(t, d, T0, 1)[0]
 		Complete(t, d, c, T0, scheduler.Decision{State: scheduler.StateHeld, HoldReason: scheduler.HoldAuthRevoked,
 			Scope: scheduler.ScopeEffect{Hold: scheduler.HoldAuthRevoked}}, providers.Outcome{Class: providers.ClassAuthRevoked, Status: 401})
@@ -124,9 +114,7 @@ func testComplete(t *testing.T, open Opener) {
 
 	t.Run("ErrInvalidDecision", func(t *testing.T) {
 		t.Parallel()
-		d := open(t)
-		PutScope(t, d, "a", ScopeOpts{})
-		Enqueue(t, d, T0, NewOp("op", "a", T0))
+		d := openWithOps(t, open, NewOp("op", "a", T0))
 		c := Claim(t, d, T0, 1)[0]
 		_, err := d.Complete(ctx, []scheduler.Completion{{OperationID: "op", LeaseToken: c.Operation.LeaseToken, Attempt: 1,
 			FinishedAt: T0, Decision: scheduler.Decision{State: scheduler.StateHeld}}})
@@ -154,9 +142,7 @@ func completion(c scheduler.Claim, at, until time.Time) scheduler.Completion {
 // rate-limited completion gives back the attempt's count.
 func testCompleteRecordsMaybeAppliedAndCounts(t *testing.T, open Opener) {
 	ctx := context.Background()
-	d := open(t)
-	PutScope(t, d, "a", ScopeOpts{})
-	Enqueue(t, d, T0, NewOp("m", "a", T0))
+	d := openWithOps(t, open, NewOp("m", "a", T0))
 	at := T0
 	step := func(dec scheduler.Decision, out providers.Outcome) scheduler.Operation {
 		t.Helper()

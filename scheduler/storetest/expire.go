@@ -102,9 +102,7 @@ func testExpireOverdue(t *testing.T, open Opener) {
 
 // ExpireOverdue works in bounded batches, earliest deadline first.
 func testExpireOverdueBatches(t *testing.T, open Opener) {
-	d := open(t)
-	PutScope(t, d, "a", ScopeOpts{})
-	Enqueue(t, d, T0, OpWith("second", "a", T0.Add(time.Minute), time.Hour), OpWith("first", "a", T0, time.Hour))
+	d := openWithOps(t, open, OpWith("second", "a", T0.Add(time.Minute), time.Hour), OpWith("first", "a", T0, time.Hour))
 	now := T0.Add(3 * time.Hour)
 	res := Expire(t, d, now, 1)
 	if res.Expired != 1 || !res.More || !res.Next.Equal(T0.Add(time.Hour+time.Minute)) {
@@ -125,9 +123,7 @@ func testExpireOverdueBatches(t *testing.T, open Opener) {
 // A decision that does not end the operation is refused, and nothing is
 // written.
 func testExpireOverdueRefusesOtherStates(t *testing.T, open Opener) {
-	d := open(t)
-	PutScope(t, d, "a", ScopeOpts{})
-	Enqueue(t, d, T0, OpWith("x", "a", T0, time.Hour), OpWith("y", "a", T0, time.Hour))
+	d := openWithOps(t, open, OpWith("x", "a", T0, time.Hour), OpWith("y", "a", T0, time.Hour))
 	now := T0.Add(2 * time.Hour)
 	calls := 0
 	_, err := d.ExpireOverdue(context.Background(), scheduler.ExpireParams{Now: now, Before: now, Limit: 10,

@@ -11,23 +11,6 @@ import (
 	"pacer/scheduler"
 )
 
-// finish claims every due operation at now and completes each with the
-// state decide gives it.
-func finish(t *testing.T, d scheduler.Store, now time.Time, decide func(id string) scheduler.Decision) {
-	t.Helper()
-	for _, c := range Claim(t, d, now, 100) {
-		dec := decide(c.Operation.ID)
-		out := providers.Outcome{Class: providers.ClassSuccess, Status: 200}
-		switch dec.State {
-		case scheduler.StateHeld:
-			out = providers.Outcome{Class: providers.ClassUnknownOutcome, Status: 502}
-		case scheduler.StateFailed:
-			out = providers.Outcome{Class: providers.ClassPermanent, Status: 422}
-		}
-		Complete(t, d, c, now, dec, out)
-	}
-}
-
 func testPruneFinished(t *testing.T, open Opener) {
 	ctx := context.Background()
 	d := open(t)
@@ -41,7 +24,7 @@ func testPruneFinished(t *testing.T, open Opener) {
 	if _, err := d.CancelOperation(ctx, "canceled", scheduler.Action{Actor: "test", At: T0, Reason: "not needed"}); err != nil {
 		t.Fatal(err)
 	}
-	finish(t, d, T0, func(id string) scheduler.Decision {
+	settle(t, d, T0, func(id string) scheduler.Decision {
 		switch id {
 		case "held":
 			return scheduler.Decision{State: scheduler.StateHeld, HoldReason: scheduler.HoldUnknownOutcome}
@@ -52,7 +35,7 @@ func testPruneFinished(t *testing.T, open Opener) {
 	})
 	// A recent success that must stay.
 	Enqueue(t, d, T0.Add(time.Hour), NewOp("recent", "a", T0.Add(time.Hour)))
-	finish(t, d, T0.Add(time.Hour), func(string) scheduler.Decision { return scheduler.Decision{State: scheduler.StateSucceeded} })
+	settle(t, d, T0.Add(time.Hour), func(string) scheduler.Decision { return scheduler.Decision{State: scheduler.StateSucceeded} })
 	changes := len(AllChanges(t, d))
 
 	t.Run("NothingBeforeTheCutoff", func(t *testing.T) {
