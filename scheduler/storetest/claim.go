@@ -237,6 +237,44 @@ func testNextWake(t *testing.T, open Opener) {
 	}
 }
 
+// EnqueueBehindScopes enqueues at T0 one operation due at T0 in each of
+// the scopes "paused" (paused until pauseEnd), "spent" (its budget spent
+// until reset), "slot" (its rate slot taken until slot), "held" and
+// "open", and one due after pauseEnd in "paused", and checks that each,
+// as Enqueue returns it and as GetOperation reads it, says what its scope
+// does to it: waitingForBudget until the scope admits it, or blocked by a
+// held scope. It returns the number of operations it enqueued.
+func EnqueueBehindScopes(t testing.TB, d scheduler.Store, pauseEnd, reset, slot time.Time) int {
+	t.Helper()
+	created := map[string]scheduler.Operation{}
+	for _, o := range Enqueue(t, d, T0,
+		NewOp("paused-now", "paused", T0), NewOp("paused-after", "paused", pauseEnd.Add(time.Minute)),
+		NewOp("spent-now", "spent", T0), NewOp("slot-now", "slot", T0),
+		NewOp("held-now", "held", T0), NewOp("open-now", "open", T0)) {
+		created[o.ID] = o
+	}
+	want := map[string]struct {
+		state     scheduler.State
+		next      time.Time
+		blockedBy scheduler.BlockedBy
+	}{
+		"paused-now":   {scheduler.StateWaitingForBudget, pauseEnd, ""},
+		"paused-after": {scheduler.StateScheduled, pauseEnd.Add(time.Minute), ""},
+		"spent-now":    {scheduler.StateWaitingForBudget, reset, ""},
+		"slot-now":     {scheduler.StateWaitingForBudget, slot, ""},
+		"held-now":     {scheduler.StateScheduled, T0, scheduler.BlockedByScopeHeld},
+		"open-now":     {scheduler.StateScheduled, T0, ""},
+	}
+	for id, w := range want {
+		for how, op := range map[string]scheduler.Operation{"get": GetOp(t, d, id), "enqueue": created[id]} {
+			if op.State != w.state || !op.NextAttemptAt.Equal(w.next) || op.BlockedBy != w.blockedBy {
+				t.Errorf("%s (%s): %s at %s blocked by %q; want %s at %s blocked by %q", id, how, op.State, op.NextAttemptAt, op.BlockedBy, w.state, w.next, w.blockedBy)
+			}
+		}
+	}
+	return len(want)
+}
+
 // Design §11 "What the API says is what will happen": an operation held
 // back by its scope (pause, spent budget, rate slot) reads waitingForBudget
 // at the moment its scope admits it, in every read path (get, list,
@@ -270,32 +308,7 @@ func testOperationsReportWhatTheirScopeDoes(t *testing.T, open Opener) {
 			t.Fatalf("setup answer of %s not applied", c.Operation.ID)
 		}
 	}
-	created := map[string]scheduler.Operation{}
-	for _, o := range Enqueue(t, d, T0,
-		NewOp("paused-now", "paused", T0), NewOp("paused-after", "paused", pauseEnd.Add(time.Minute)),
-		NewOp("spent-now", "spent", T0), NewOp("slot-now", "slot", T0),
-		NewOp("held-now", "held", T0), NewOp("open-now", "open", T0)) {
-		created[o.ID] = o
-	}
-	want := map[string]struct {
-		state     scheduler.State
-		next      time.Time
-		blockedBy scheduler.BlockedBy
-	}{
-		"paused-now":   {scheduler.StateWaitingForBudget, pauseEnd, ""},
-		"paused-after": {scheduler.StateScheduled, pauseEnd.Add(time.Minute), ""},
-		"spent-now":    {scheduler.StateWaitingForBudget, reset, ""},
-		"slot-now":     {scheduler.StateWaitingForBudget, slot, ""},
-		"held-now":     {scheduler.StateScheduled, T0, scheduler.BlockedByScopeHeld},
-		"open-now":     {scheduler.StateScheduled, T0, ""},
-	}
-	for id, w := range want {
-		for how, op := range map[string]scheduler.Operation{"get": GetOp(t, d, id), "enqueue": created[id]} {
-			if op.State != w.state || !op.NextAttemptAt.Equal(w.next) || op.BlockedBy != w.blockedBy {
-				t.Errorf("%s (%s): %s at %s blocked by %q; want %s at %s blocked by %q", id, how, op.State, op.NextAttemptAt, op.BlockedBy, w.state, w.next, w.blockedBy)
-			}
-		}
-	}
+	EnqueueBehindScopes(t, d, pauseEnd, reset, slot)
 	list := func(f scheduler.OperationFilter) string {
 		p, err := d.ListOperations(ctx, f)
 		if err != nil {
@@ -459,37 +472,58 @@ func testNextWakeIsWhenTheClaimAdmits(t *testing.T, open Opener) {
 				answer(c, fxAt, eff)
 			}
 		}
-		now := offset("now", 0, 60)
+		CheckNextWake(rt, d, offset("now", 0, 60), func() time.Time {
+			running, err := d.ListRunning(ctx, time.Time{}, 1)
+			if err != nil {
+				rt.Fatal(err)
+			}
+			if len(running) == 0 {
+				return time.Time{}
+			}
+			return running[0].Operation.LeaseExpiresAt
+		})
+	})
+}
 
-		at, ok, err := d.NextWake(ctx)
+// CheckNextWake checks the time NextWake of d returns against the claim
+// at now (design §11 "Idle is idle"): never one at which the claim
+// admits nothing, unless the earliest lease of a running operation
+// (leaseEnd, read after NextWake; zero when none runs) expires then, and
+// never late: a millisecond before it, nothing is admitted. When NextWake
+// says nothing waits, a claim a day later admits nothing. The claims it
+// makes lease what they take for an hour.
+func CheckNextWake(rt *rapid.T, d scheduler.Store, now time.Time, leaseEnd func() time.Time) {
+	ctx := context.Background()
+	at, ok, err := d.NextWake(ctx)
+	if err != nil {
+		rt.Fatal(err)
+	}
+	end := leaseEnd()
+	claimAt := func(when time.Time) int {
+		cs, err := d.ClaimDue(ctx, scheduler.ClaimParams{Now: when, Limit: 100, LeaseFor: time.Hour})
 		if err != nil {
 			rt.Fatal(err)
 		}
-		var leaseEnd time.Time
-		if running, err := d.ListRunning(ctx, time.Time{}, 1); err != nil {
-			rt.Fatal(err)
-		} else if len(running) > 0 {
-			leaseEnd = running[0].Operation.LeaseExpiresAt
+		return len(cs)
+	}
+	if !ok {
+		if n := claimAt(now.Add(24 * time.Hour)); n != 0 {
+			rt.Fatalf("NextWake says nothing waits, yet a claim a day later admits %d", n)
 		}
-		if !ok {
-			if n := len(claimAt(now.Add(24*time.Hour), 100, time.Hour)); n != 0 {
-				rt.Fatalf("NextWake says nothing waits, yet a claim a day later admits %d", n)
-			}
-			return
+		return
+	}
+	if at.After(now) {
+		if n := claimAt(at.Add(-time.Millisecond)); n != 0 {
+			rt.Fatalf("NextWake %s is late: a claim a millisecond before admits %d", at, n)
 		}
-		if at.After(now) {
-			if n := len(claimAt(at.Add(-time.Millisecond), 100, time.Hour)); n != 0 {
-				rt.Fatalf("NextWake %s is late: a claim a millisecond before admits %d", at, n)
-			}
-		}
-		when := at
-		if when.Before(now) {
-			when = now
-		}
-		if n := len(claimAt(when, 100, time.Hour)); n == 0 && !(!leaseEnd.IsZero() && leaseEnd.Equal(at)) {
-			rt.Fatalf("NextWake %s (now %s): the claim there admits nothing and no lease expires then: the loop would spin", at, now)
-		}
-	})
+	}
+	when := at
+	if when.Before(now) {
+		when = now
+	}
+	if n := claimAt(when); n == 0 && !(!end.IsZero() && end.Equal(at)) {
+		rt.Fatalf("NextWake %s (now %s): the claim there admits nothing and no lease expires then: the loop would spin", at, now)
+	}
 }
 
 // settleAll leaves d with nothing running or waiting: every running
