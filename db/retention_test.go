@@ -16,27 +16,6 @@ import (
 	"pacer/scheduler/storetest"
 )
 
-func TestPruneQueryPlans(t *testing.T) {
-	// Every statement of a batch reaches its rows through an index: none
-	// walks the finished (or any other) rows of the table.
-	_, path := newTestDB(t)
-	raw := rawDB(t, path)
-	for _, tc := range []struct{ name, query, want string }{
-		{"Select", `SELECT id FROM operations INDEXED BY operations_finished WHERE state IN ('succeeded', 'canceled') AND updated_at < 5 ORDER BY updated_at, id LIMIT 500`, "operations_finished"},
-		{"Attempts", `DELETE FROM attempts WHERE operation_id IN (SELECT value FROM json_each('[1,2]'))`, "SEARCH attempts USING PRIMARY KEY"},
-		{"Audit", `DELETE FROM audit WHERE operation_id IN (SELECT value FROM json_each('[1,2]'))`, "SEARCH audit USING COVERING INDEX audit_operation"},
-		{"Operations", `DELETE FROM operations WHERE id IN (SELECT value FROM json_each('[1,2]')) AND +state IN ('succeeded', 'canceled')`, "SEARCH operations USING INTEGER PRIMARY KEY"},
-		{"Changes", `DELETE FROM changes WHERE seq <= 5`, "SEARCH changes USING INTEGER PRIMARY KEY"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := queryPlan(t, raw, tc.query)
-			if !strings.Contains(got, tc.want) || strings.Contains(got, "TEMP B-TREE") || strings.Contains(got, "SCAN operations") || strings.Contains(got, "SCAN attempts") {
-				t.Fatalf("plan %q, want %q, no scan of a table and no sort", got, tc.want)
-			}
-		})
-	}
-}
-
 func TestBackupFileAndCheckFile(t *testing.T) {
 	ctx := context.Background()
 	d, path := newTestDB(t)

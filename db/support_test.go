@@ -4,37 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 	"testing"
 
 	"pacer/internal/pacertest"
 	"pacer/scheduler"
 )
-
-func TestQueryPlans_Attention(t *testing.T) {
-	// The support page's lists read only the rows they show, in order:
-	// no full scan and no sort, whatever the backlog.
-	_, path := newTestDB(t)
-	raw := rawDB(t, path)
-	from := `SELECT o.id FROM operations o JOIN scopes s ON s.id = o.scope_id WHERE coalesce(o.hold_reason, o.failure_reason) IS NOT NULL`
-	order := ` ORDER BY o.created_at DESC, o.id DESC LIMIT 51`
-	for _, tc := range []struct {
-		name, query, index string
-	}{
-		{"Attention", from + order, "operations_attention"},
-		{"AttentionPage", from + ` AND (o.created_at, o.id) < (5, 6)` + order, "operations_attention"},
-		{"AttentionScope", from + ` AND o.scope_id = 3` + order, "operations_attention_scope"},
-		{"AttentionReason", from + ` AND coalesce(o.hold_reason, o.failure_reason) = 'permanent'` + order, "operations_reason_created"},
-		{"CountAttentionScope", `SELECT COUNT(*) FROM operations o WHERE coalesce(o.hold_reason, o.failure_reason) IS NOT NULL AND o.scope_id = 3`, "operations_attention_scope"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := queryPlan(t, raw, tc.query)
-			if !strings.Contains(got, tc.index) || strings.Contains(got, "TEMP B-TREE") {
-				t.Fatalf("plan %q, want index %s and no sort", got, tc.index)
-			}
-		})
-	}
-}
 
 // BenchmarkListOperations_Support measures the support page's queries
 // over 100,000 operations (5% held or failed): one page of 50 and the

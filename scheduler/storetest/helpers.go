@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -136,6 +137,17 @@ func Feed(t testing.TB, d scheduler.Store, f scheduler.ChangeFilter) string {
 		parts[i] = fmt.Sprintf("%d:%s:%s:%s", c.Seq, c.OperationID, c.Scope, c.State)
 	}
 	return strings.Join(parts, " ")
+}
+
+// FeedGap lists the changes after `after` and wants the
+// *scheduler.FeedGapError wrapping want, resuming at resume.
+func FeedGap(t testing.TB, d scheduler.Store, after int64, want error, resume int64) {
+	t.Helper()
+	_, err := d.ListChanges(context.Background(), scheduler.ChangeFilter{After: after, Limit: 10})
+	var ge *scheduler.FeedGapError
+	if !errors.As(err, &ge) || !errors.Is(err, want) || ge.Resume != resume {
+		t.Fatalf("after %d: got %v, want %v resuming at %d", after, err, want, resume)
+	}
 }
 
 // AllChanges returns every change the store holds, in Seq order.
