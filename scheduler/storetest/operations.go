@@ -472,3 +472,39 @@ func testEnqueueIdentityInUse(t *testing.T, open Opener) {
 	}
 	inUse(withIdentity("op-6", "pay", "k2"), T0.Add(30*24*time.Hour), "op-3")
 }
+
+func testCountByState(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	PutScope(t, d, "open", ScopeOpts{})
+	PutScope(t, d, "paused", ScopeOpts{})
+	PutScope(t, d, "held", ScopeOpts{})
+	Enqueue(t, d, T0, NewOp("p1", "paused", T0), NewOp("h1", "held", T0), NewOp("o1", "open", T0), NewOp("o2", "open", T0.Add(time.Hour)))
+	for _, c := range Claim(t, d, T0, 10) {
+		switch c.Scope.Name {
+		case "paused":
+			Complete(t, d, c, T0, scheduler.Decision{State: scheduler.StateWaitingForBudget, NextAttemptAt: T0.Add(time.Minute),
+				Scope: scheduler.ScopeEffect{PauseUntil: T0.Add(time.Minute), PauseReason: "429"}}, providers.Outcome{Class: providers.ClassRateLimited, Status: 429})
+		case "held":
+			Complete(t, d, c, T0, scheduler.Decision{State: scheduler.StateHeld, HoldReason: scheduler.HoldAuthRevoked,
+				Scope: scheduler.ScopeEffect{Hold: scheduler.HoldAuthRevoked}}, providers.Outcome{Class: providers.ClassAuthRevoked, Status: 401})
+		}
+	}
+	c, err := d.CountByState(ctx, T0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprint(c.Operations, c.Scopes)
+	want := fmt.Sprint(map[scheduler.State]int{"waitingForBudget": 1, "held": 1, "running": 1, "scheduled": 1},
+		map[scheduler.ScopeStatus]int{"open": 1, "paused": 1, "held": 1})
+	if got != want {
+		t.Errorf("counts at T0 = %s, want %s", got, want)
+	}
+	c, err = d.CountByState(ctx, T0.Add(time.Minute)) // the pause is over
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Scopes[scheduler.ScopePaused] != 0 || c.Scopes[scheduler.ScopeOpen] != 2 {
+		t.Errorf("scopes after the pause = %v, want 2 open, 1 held", c.Scopes)
+	}
+}
