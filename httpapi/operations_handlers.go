@@ -184,11 +184,7 @@ func (s *Server) handleListOperations(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := OperationList{Operations: make([]Operation, len(page.Operations)), Next: optString(page.Next)}
-	for i, op := range page.Operations {
-		out.Operations[i] = newOperation(op)
-	}
-	s.writeJSON(w, r, http.StatusOK, out)
+	s.writeJSON(w, r, http.StatusOK, OperationList{Operations: convert(page.Operations, newOperation), Next: optString(page.Next)})
 }
 
 // handleGetOperation answers GET /v1/operations/{operationId}.
@@ -204,11 +200,7 @@ func (s *Server) handleListAttempts(w http.ResponseWriter, r *http.Request) {
 	serveNamed(s, w, r, s.operationParam, func(id string) ([]scheduler.Attempt, error) {
 		return s.svc.ListAttempts(r.Context(), id)
 	}, operationNotFound, func(attempts []scheduler.Attempt) any {
-		out := AttemptList{Attempts: make([]Attempt, len(attempts))}
-		for i, a := range attempts {
-			out.Attempts[i] = newAttempt(a)
-		}
-		return out
+		return AttemptList{Attempts: convert(attempts, newAttempt)}
 	})
 }
 
@@ -223,11 +215,7 @@ func (s *Server) handleListAudit(w http.ResponseWriter, r *http.Request) {
 		}
 		return entries, err
 	}, operationNotFound, func(entries []scheduler.AuditEntry) any {
-		out := AuditList{Audit: make([]AuditEntry, len(entries))}
-		for i, e := range entries {
-			out.Audit[i] = newAuditEntry(e)
-		}
-		return out
+		return AuditList{Audit: convert(entries, newAuditEntry)}
 	})
 }
 

@@ -41,11 +41,7 @@ func (s *Server) handleListScopes(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.svc.Now()
-	out := ScopeList{Scopes: make([]Scope, len(scopes))}
-	for i, sc := range scopes {
-		out.Scopes[i] = newScope(sc, now)
-	}
-	s.writeJSON(w, r, http.StatusOK, out)
+	s.writeJSON(w, r, http.StatusOK, ScopeList{Scopes: convert(scopes, func(sc scheduler.Scope) Scope { return newScope(sc, now) })})
 }
 
 // handleGetScope answers GET /v1/scopes/{providerScope}.
