@@ -25,11 +25,11 @@ import (
 var t0 = storetest.T0
 
 // newTestDB opens a fresh database file in a temporary directory and closes
-// it when the test ends. It returns the store and the file's path.
-func newTestDB(t *testing.T) (*db.DB, string) {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "pacer.db")
-	return pacertest.OpenStoreAt(t, path), path
+// it when the test (or benchmark) ends. It returns the store and the file's path.
+func newTestDB(tb testing.TB) (*db.DB, string) {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "pacer.db")
+	return pacertest.OpenStoreAt(tb, path), path
 }
 
 // rawDB opens the database file directly, to read or tamper with rows.
@@ -274,4 +274,60 @@ func TestDurableAcrossReopen(t *testing.T) {
 	if at, ok, err := d.NextWake(ctx); err != nil || !ok || !at.Equal(t0.Add(11*time.Minute)) {
 		t.Fatalf("next wake %v, %v, %v: want +11m (rate slot and lease expiry)", at, ok, err)
 	}
+}
+
+func TestBackupFileAndCheckFile(t *testing.T) {
+	ctx := context.Background()
+	d, path := newTestDB(t)
+	storetest.PutScope(t, d, "a", storetest.ScopeOpts{Credentials: scheduler.Credentials{Type: scheduler.CredentialBearer, Token: "tok"}})
+	storetest.Enqueue(t, d, t0, storetest.NewOp("op-1", "a", t0))
+
+	t.Run("LiveCopyWithoutKey", func(t *testing.T) {
+		to := filepath.Join(t.TempDir(), "copy.db")
+		if err := db.BackupFile(ctx, path, to); err != nil { // d is still open and holds the writer
+			t.Fatal(err)
+		}
+		if v, err := db.CheckFile(ctx, to); err != nil || v != db.SchemaVersion() {
+			t.Fatalf("CheckFile(copy) = %d, %v; want version %d", v, err, db.SchemaVersion())
+		}
+		if got := storetest.GetOp(t, pacertest.OpenStoreAt(t, to), "op-1").ID; got != "op-1" {
+			t.Errorf("copy holds %q", got)
+		}
+		if err := db.BackupFile(ctx, path, to); err == nil || !strings.Contains(err.Error(), "exists") {
+			t.Errorf("backup over an existing file: %v, want a refusal", err)
+		}
+	})
+	t.Run("Missing", func(t *testing.T) {
+		missing := filepath.Join(t.TempDir(), "nope.db")
+		if _, err := db.CheckFile(ctx, missing); err == nil || !strings.Contains(err.Error(), "no database file") {
+			t.Errorf("CheckFile(missing) = %v", err)
+		}
+		if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+			t.Error("CheckFile created the missing file")
+		}
+		if err := db.BackupFile(ctx, missing, filepath.Join(t.TempDir(), "c.db")); err == nil {
+			t.Error("BackupFile(missing) succeeded")
+		}
+	})
+	t.Run("NotADatabase", func(t *testing.T) {
+		junk := filepath.Join(t.TempDir(), "junk.db")
+		if err := os.WriteFile(junk, []byte(strings.Repeat("not sqlite at all ", 512)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.CheckFile(ctx, junk); err == nil {
+			t.Error("CheckFile accepted a file that is not a database")
+		}
+	})
+	t.Run("WrongSchemaVersion", func(t *testing.T) {
+		to := filepath.Join(t.TempDir(), "old.db")
+		if err := db.BackupFile(ctx, path, to); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rawDB(t, to).Exec(`PRAGMA user_version = 99`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.CheckFile(ctx, to); err == nil || !strings.Contains(err.Error(), "schema version is 99") {
+			t.Errorf("CheckFile(version 99) = %v, want a schema version problem", err)
+		}
+	})
 }
