@@ -60,6 +60,40 @@ func clientCommand(cmd *cli.Command) *cli.Command {
 	return cmd
 }
 
+// actionCommand is a client command that acts on the one operand named
+// in argsUsage (an operation ID, a scope); flags list its own flags,
+// reasonFlag among them.
+func actionCommand(name, usage, argsUsage string, action cli.ActionFunc, flags ...cli.Flag) *cli.Command {
+	return clientCommand(&cli.Command{Name: name, Usage: usage, ArgsUsage: argsUsage, Flags: flags, Action: action})
+}
+
+// reasonFlag is --reason: why a manual action is taken, for the audit
+// trail (see requireReason).
+func reasonFlag() cli.Flag {
+	return &cli.StringFlag{Name: "reason", Usage: "why, for the audit trail (required)"}
+}
+
+// requireReason returns --reason, or a usage error.
+func requireReason(c *cli.Context) (string, error) {
+	r := strings.TrimSpace(c.String("reason"))
+	if r == "" {
+		return "", exitf(exitUsage, "--reason is required: say why, for the audit trail")
+	}
+	return r, nil
+}
+
+// operandAndReason returns the single positional argument named what
+// and --reason, or the usage error of the first one missing.
+func operandAndReason(c *cli.Context, what string) (operand, reason string, err error) {
+	if operand, err = oneOperand(c, what); err != nil {
+		return "", "", err
+	}
+	if reason, err = requireReason(c); err != nil {
+		return "", "", err
+	}
+	return operand, reason, nil
+}
+
 // exitf returns an error that makes pacer print one line and exit with
 // code.
 func exitf(code int, format string, args ...any) error {
@@ -160,6 +194,24 @@ func (cl *apiClient) call(ctx context.Context, method, path string, query url.Va
 		}
 	}
 	return resp.StatusCode, nil
+}
+
+// request makes one call to the running pacer with the JSON of body
+// (none when nil) and prints the answer: as JSON with --json, otherwise
+// with print.
+func request[T any](c *cli.Context, method, path string, body any, print func(io.Writer, T) error) error {
+	cl, err := newClient(c)
+	if err != nil {
+		return err
+	}
+	var out T
+	if _, err := cl.call(c.Context, method, path, nil, body, &out); err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(c.App.Writer, out)
+	}
+	return print(c.App.Writer, out)
 }
 
 // unwrapURLError drops the "Get \"URL\":" prefix *url.Error adds, since

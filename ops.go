@@ -50,35 +50,14 @@ func opsCommand() *cli.Command {
 				ArgsUsage: "OPERATION_ID",
 				Action:    runOpsAttempts,
 			}),
-			clientCommand(&cli.Command{
-				Name:      "release",
-				Usage:     "run a held or failed operation again, with a fresh retry budget",
-				ArgsUsage: "OPERATION_ID",
-				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "reason", Usage: "why, for the audit trail (required)"},
-					&cli.StringFlag{Name: "at", Usage: "RFC 3339 time to run it (default: now)"},
-				},
-				Action: runOpsRelease,
-			}),
-			clientCommand(&cli.Command{
-				Name:      "resolve",
-				Usage:     "say what happened at the provider to a mutation held for unknownOutcome",
-				ArgsUsage: "OPERATION_ID",
-				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "outcome", Usage: "succeeded (it applied), release (it did not: send it again, same identity) or failed (it did not: do not send it) (required)"},
-					&cli.StringFlag{Name: "reason", Usage: "why, for the audit trail (required)"},
-				},
-				Action: runOpsResolve,
-			}),
-			clientCommand(&cli.Command{
-				Name:      "cancel",
-				Usage:     "cancel an operation that is not running or finished",
-				ArgsUsage: "OPERATION_ID",
-				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "reason", Usage: "why, for the audit trail (required)"},
-				},
-				Action: runOpsCancel,
-			}),
+			actionCommand("release", "run a held or failed operation again, with a fresh retry budget", "OPERATION_ID", runOpsRelease,
+				reasonFlag(),
+				&cli.StringFlag{Name: "at", Usage: "RFC 3339 time to run it (default: now)"}),
+			actionCommand("resolve", "say what happened at the provider to a mutation held for unknownOutcome", "OPERATION_ID", runOpsResolve,
+				&cli.StringFlag{Name: "outcome", Usage: "succeeded (it applied), release (it did not: send it again, same identity) or failed (it did not: do not send it) (required)"},
+				reasonFlag()),
+			actionCommand("cancel", "cancel an operation that is not running or finished", "OPERATION_ID", runOpsCancel,
+				reasonFlag()),
 		},
 	}
 }
@@ -169,23 +148,12 @@ func runOpsShow(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cl, err := newClient(c)
-	if err != nil {
-		return err
-	}
-	var op httpapi.Operation
-	if _, err := cl.call(c.Context, http.MethodGet, "/v1/operations/"+escapeID(id), nil, nil, &op); err != nil {
-		return err
-	}
-	return printOperation(c, op)
+	return request(c, http.MethodGet, "/v1/operations/"+escapeID(id), nil, printOperation)
 }
 
-// printOperation prints an operation as JSON or as "field value" lines.
-func printOperation(c *cli.Context, op httpapi.Operation) error {
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, op)
-	}
-	tw := newTable(c.App.Writer)
+// printOperation prints an operation as "field value" lines.
+func printOperation(w io.Writer, op httpapi.Operation) error {
+	tw := newTable(w)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
 	row("operation", op.OperationID)
 	row("scope", op.ProviderScope+" ("+op.Provider+")")
@@ -232,22 +200,18 @@ func runOpsAttempts(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cl, err := newClient(c)
-	if err != nil {
-		return err
-	}
-	var list httpapi.AttemptList
-	if _, err := cl.call(c.Context, http.MethodGet, "/v1/operations/"+escapeID(id)+"/attempts", nil, nil, &list); err != nil {
-		return err
-	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, list)
-	}
+	return request(c, http.MethodGet, "/v1/operations/"+escapeID(id)+"/attempts", nil, func(w io.Writer, list httpapi.AttemptList) error {
+		return printAttempts(w, id, list)
+	})
+}
+
+// printAttempts prints operation id's attempts as table rows.
+func printAttempts(w io.Writer, id string, list httpapi.AttemptList) error {
 	if len(list.Attempts) == 0 {
-		_, err := fmt.Fprintf(c.App.Writer, "no attempts yet for %s\n", id)
+		_, err := fmt.Fprintf(w, "no attempts yet for %s\n", id)
 		return err
 	}
-	tw := newTable(c.App.Writer)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "#\tSTARTED\tCLASS\tSTATUS\tHINT\tDURATION\tDECISION")
 	for _, a := range list.Attempts {
 		hint := "-"
@@ -276,22 +240,9 @@ func runOpsAttempts(c *cli.Context) error {
 	return tw.Flush()
 }
 
-// requireReason returns --reason, or a usage error.
-func requireReason(c *cli.Context) (string, error) {
-	r := strings.TrimSpace(c.String("reason"))
-	if r == "" {
-		return "", exitf(exitUsage, "--reason is required: say why, for the audit trail")
-	}
-	return r, nil
-}
-
 // runOpsRelease releases a held or failed operation.
 func runOpsRelease(c *cli.Context) error {
-	id, err := oneOperand(c, "operation ID")
-	if err != nil {
-		return err
-	}
-	reason, err := requireReason(c)
+	id, reason, err := operandAndReason(c, "operation ID")
 	if err != nil {
 		return err
 	}
@@ -321,11 +272,7 @@ func runOpsResolve(c *cli.Context) error {
 
 // runOpsCancel cancels an operation.
 func runOpsCancel(c *cli.Context) error {
-	id, err := oneOperand(c, "operation ID")
-	if err != nil {
-		return err
-	}
-	reason, err := requireReason(c)
+	id, reason, err := operandAndReason(c, "operation ID")
 	if err != nil {
 		return err
 	}
@@ -334,26 +281,13 @@ func runOpsCancel(c *cli.Context) error {
 
 // opsAction posts a manual action and prints the operation it left.
 func opsAction(c *cli.Context, id, action string, body any) error {
-	cl, err := newClient(c)
-	if err != nil {
-		return err
-	}
-	var op httpapi.Operation
-	if _, err := cl.call(c.Context, http.MethodPost, "/v1/operations/"+escapeID(id)+"/"+action, nil, body, &op); err != nil {
-		return err
-	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, op)
-	}
-	return printOperationLine(c.App.Writer, op)
+	return request(c, http.MethodPost, "/v1/operations/"+escapeID(id)+"/"+action, body, printOperationLine)
 }
 
 // printOperationLine prints an operation as one table row with a header.
-func printOperationLine(w io.Writer, ops ...httpapi.Operation) error {
+func printOperationLine(w io.Writer, op httpapi.Operation) error {
 	tw := newTable(w)
 	fmt.Fprintln(tw, "OPERATION\tSCOPE\tSTATE\tNEXT ATTEMPT")
-	for _, op := range ops {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", op.OperationID, op.ProviderScope, stateWithReason(op), showTime(op.NextAttemptAt))
-	}
+	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", op.OperationID, op.ProviderScope, stateWithReason(op), showTime(op.NextAttemptAt))
 	return tw.Flush()
 }

@@ -59,25 +59,11 @@ override its fields.`,
 				},
 				Action: runScopesSet,
 			}),
-			clientCommand(&cli.Command{
-				Name:      "resume",
-				Usage:     "lift a scope's hold and pause",
-				ArgsUsage: "SCOPE",
-				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "reason", Usage: "why, for the audit trail (required)"},
-				},
-				Action: runScopesResume,
-			}),
-			clientCommand(&cli.Command{
-				Name:      "pause",
-				Usage:     "pause a scope by hand until a time (resume lifts it sooner)",
-				ArgsUsage: "SCOPE",
-				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "until", Usage: "RFC 3339 time the pause ends (required)"},
-					&cli.StringFlag{Name: "reason", Usage: "why, for the audit trail (required)"},
-				},
-				Action: runScopesPause,
-			}),
+			actionCommand("resume", "lift a scope's hold and pause", "SCOPE", runScopesResume,
+				reasonFlag()),
+			actionCommand("pause", "pause a scope by hand until a time (resume lifts it sooner)", "SCOPE", runScopesPause,
+				&cli.StringFlag{Name: "until", Usage: "RFC 3339 time the pause ends (required)"},
+				reasonFlag()),
 		},
 	}
 }
@@ -87,22 +73,13 @@ func runScopesList(c *cli.Context) error {
 	if err := noOperands(c); err != nil {
 		return err
 	}
-	cl, err := newClient(c)
-	if err != nil {
-		return err
-	}
-	var list httpapi.ScopeList
-	if _, err := cl.call(c.Context, http.MethodGet, "/v1/scopes", nil, nil, &list); err != nil {
-		return err
-	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, list)
-	}
-	if len(list.Scopes) == 0 {
-		_, err := fmt.Fprintln(c.App.Writer, "no scopes: create one with pacer scopes set")
-		return err
-	}
-	return printScopeRows(c.App.Writer, list.Scopes...)
+	return request(c, http.MethodGet, "/v1/scopes", nil, func(w io.Writer, list httpapi.ScopeList) error {
+		if len(list.Scopes) == 0 {
+			_, err := fmt.Fprintln(w, "no scopes: create one with pacer scopes set")
+			return err
+		}
+		return printScopeRows(w, list.Scopes...)
+	})
 }
 
 // printScopeRows prints scopes as table rows with a header.
@@ -142,23 +119,12 @@ func runScopesShow(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cl, err := newClient(c)
-	if err != nil {
-		return err
-	}
-	var s httpapi.Scope
-	if _, err := cl.call(c.Context, http.MethodGet, "/v1/scopes/"+escapeID(name), nil, nil, &s); err != nil {
-		return err
-	}
-	return printScope(c, s)
+	return request(c, http.MethodGet, "/v1/scopes/"+escapeID(name), nil, printScope)
 }
 
-// printScope prints a scope as JSON or as "field value" lines.
-func printScope(c *cli.Context, s httpapi.Scope) error {
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, s)
-	}
-	tw := newTable(c.App.Writer)
+// printScope prints a scope as "field value" lines.
+func printScope(w io.Writer, s httpapi.Scope) error {
+	tw := newTable(w)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
 	row("scope", s.ProviderScope)
 	row("provider", s.Provider)
@@ -357,40 +323,16 @@ func runScopesPause(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cl, err := newClient(c)
-	if err != nil {
-		return err
-	}
-	var s httpapi.Scope
-	if _, err := cl.call(c.Context, http.MethodPost, "/v1/scopes/"+escapeID(name)+"/pause", nil, httpapi.PauseScopeRequest{Until: until, Reason: reason}, &s); err != nil {
-		return err
-	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, s)
-	}
-	return printScope(c, s)
+	return request(c, http.MethodPost, "/v1/scopes/"+escapeID(name)+"/pause", httpapi.PauseScopeRequest{Until: until, Reason: reason}, printScope)
 }
 
 // runScopesResume lifts a scope's hold and pause.
 func runScopesResume(c *cli.Context) error {
-	name, err := oneOperand(c, "scope")
+	name, reason, err := operandAndReason(c, "scope")
 	if err != nil {
 		return err
 	}
-	reason, err := requireReason(c)
-	if err != nil {
-		return err
-	}
-	cl, err := newClient(c)
-	if err != nil {
-		return err
-	}
-	var s httpapi.Scope
-	if _, err := cl.call(c.Context, http.MethodPost, "/v1/scopes/"+escapeID(name)+"/resume", nil, httpapi.ResumeScopeRequest{Reason: reason}, &s); err != nil {
-		return err
-	}
-	if c.Bool("json") {
-		return printJSON(c.App.Writer, s)
-	}
-	return printScopeRows(c.App.Writer, s)
+	return request(c, http.MethodPost, "/v1/scopes/"+escapeID(name)+"/resume", httpapi.ResumeScopeRequest{Reason: reason}, func(w io.Writer, s httpapi.Scope) error {
+		return printScopeRows(w, s)
+	})
 }

@@ -117,41 +117,16 @@ func TestNextWakeIsWhenTheClaimAdmits(t *testing.T) {
 				}
 			}
 		}
-		now := t0.Add(time.Duration(rapid.IntRange(0, 60).Draw(rt, "now")) * time.Second)
-
-		at, ok, err := d.NextWake(ctx)
-		if err != nil {
-			rt.Fatal(err)
-		}
-		claimAt := func(when time.Time) int {
-			cs, err := d.ClaimDue(ctx, scheduler.ClaimParams{Now: when, Limit: 100, LeaseFor: time.Hour})
-			if err != nil {
+		storetest.CheckNextWake(rt, d, t0.Add(time.Duration(rapid.IntRange(0, 60).Draw(rt, "now"))*time.Second), func() time.Time {
+			var leaseEnd sql.NullInt64
+			if err := raw.QueryRow(`SELECT MIN(lease_expires_at) FROM operations WHERE state = 'running'`).Scan(&leaseEnd); err != nil {
 				rt.Fatal(err)
 			}
-			return len(cs)
-		}
-		var leaseEnd sql.NullInt64
-		if err := raw.QueryRow(`SELECT MIN(lease_expires_at) FROM operations WHERE state = 'running'`).Scan(&leaseEnd); err != nil {
-			rt.Fatal(err)
-		}
-		if !ok {
-			if n := claimAt(now.Add(24 * time.Hour)); n != 0 {
-				rt.Fatalf("NextWake says nothing waits, yet a claim a day later admits %d", n)
+			if !leaseEnd.Valid {
+				return time.Time{}
 			}
-			return
-		}
-		if at.After(now) {
-			if n := claimAt(at.Add(-time.Millisecond)); n != 0 {
-				rt.Fatalf("NextWake %s is late: a claim a millisecond before admits %d", at, n)
-			}
-		}
-		when := at
-		if when.Before(now) {
-			when = now
-		}
-		if n := claimAt(when); n == 0 && !(leaseEnd.Valid && leaseEnd.Int64 == at.UnixMilli()) {
-			rt.Fatalf("NextWake %s (now %s): the claim there admits nothing and no lease expires then: the loop would spin", at, now)
-		}
+			return time.UnixMilli(leaseEnd.Int64).UTC()
+		})
 	})
 }
 
@@ -180,34 +155,9 @@ func TestWaitingIsComputedAtReadTime(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	created := map[string]scheduler.Operation{}
-	for _, o := range storetest.Enqueue(t, d, t0,
-		storetest.NewOp("paused-now", "paused", t0), storetest.NewOp("paused-after", "paused", pauseEnd.Add(time.Minute)),
-		storetest.NewOp("spent-now", "spent", t0), storetest.NewOp("slot-now", "slot", t0),
-		storetest.NewOp("held-now", "held", t0), storetest.NewOp("open-now", "open", t0)) {
-		created[o.ID] = o
-	}
-	want := map[string]struct {
-		state     scheduler.State
-		next      time.Time
-		blockedBy scheduler.BlockedBy
-	}{
-		"paused-now":   {scheduler.StateWaitingForBudget, pauseEnd, ""},
-		"paused-after": {scheduler.StateScheduled, pauseEnd.Add(time.Minute), ""},
-		"spent-now":    {scheduler.StateWaitingForBudget, reset, ""},
-		"slot-now":     {scheduler.StateWaitingForBudget, slot, ""},
-		"held-now":     {scheduler.StateScheduled, t0, scheduler.BlockedByScopeHeld},
-		"open-now":     {scheduler.StateScheduled, t0, ""},
-	}
-	for id, w := range want {
-		for how, op := range map[string]scheduler.Operation{"get": storetest.GetOp(t, d, id), "enqueue": created[id]} {
-			if op.State != w.state || !op.NextAttemptAt.Equal(w.next) || op.BlockedBy != w.blockedBy {
-				t.Errorf("%s (%s): %s at %s blocked by %q; want %s at %s blocked by %q", id, how, op.State, op.NextAttemptAt, op.BlockedBy, w.state, w.next, w.blockedBy)
-			}
-		}
-	}
+	n := storetest.EnqueueBehindScopes(t, d, pauseEnd, reset, slot)
 	var stored int
-	if err := raw.QueryRow(`SELECT COUNT(*) FROM operations WHERE state = 'scheduled'`).Scan(&stored); err != nil || stored != len(want) {
+	if err := raw.QueryRow(`SELECT COUNT(*) FROM operations WHERE state = 'scheduled'`).Scan(&stored); err != nil || stored != n {
 		t.Fatalf("stored scheduled rows = %d, %v: the backlog must not be rewritten", stored, err)
 	}
 }

@@ -2,7 +2,6 @@ package db_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -45,21 +44,11 @@ func TestListChanges(t *testing.T) {
 
 	// (SeqNeverReused's store closed with its subtest.)
 	d = pacertest.OpenStoreAt(t, path)
-	// gap lists after `after` and wants the *FeedGapError wrapping want,
-	// resuming at resume.
-	gap := func(t *testing.T, after int64, want error, resume int64) {
-		t.Helper()
-		_, err := d.ListChanges(ctx, scheduler.ChangeFilter{After: after, Limit: 10})
-		var ge *scheduler.FeedGapError
-		if !errors.As(err, &ge) || !errors.Is(err, want) || ge.Resume != resume {
-			t.Fatalf("after %d: got %v, want %v resuming at %d", after, err, want, resume)
-		}
-	}
 	t.Run("ErrPruned", func(t *testing.T) {
 		if _, err := rawDB(t, path).Exec(`DELETE FROM changes WHERE seq <= 2`); err != nil {
 			t.Fatal(err)
 		}
-		gap(t, 1, scheduler.ErrFeedPruned, 2)
+		storetest.FeedGap(t, d, 1, scheduler.ErrFeedPruned, 2)
 		if got, want := storetest.Feed(t, d, scheduler.ChangeFilter{After: 2, Limit: 10}), "3:a-1:a:running 6:a-2:a:scheduled"; got != want {
 			t.Fatalf("after 2: got %s, want %s", got, want)
 		}
@@ -69,7 +58,7 @@ func TestListChanges(t *testing.T) {
 		if _, err := rawDB(t, path).Exec(`DELETE FROM changes`); err != nil {
 			t.Fatal(err)
 		}
-		gap(t, 3, scheduler.ErrFeedPruned, 6)
+		storetest.FeedGap(t, d, 3, scheduler.ErrFeedPruned, 6)
 		if got := storetest.Feed(t, d, scheduler.ChangeFilter{After: 6, Limit: 10}) + storetest.Feed(t, d, scheduler.ChangeFilter{Limit: 10}); got != "" {
 			t.Fatalf("caught up, nothing held: got %s", got)
 		}

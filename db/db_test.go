@@ -4,16 +4,19 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"pacer/db"
 	"pacer/internal/pacertest"
+	"pacer/providers"
 	"pacer/scheduler"
 	"pacer/scheduler/storetest"
 )
@@ -22,11 +25,11 @@ import (
 var t0 = storetest.T0
 
 // newTestDB opens a fresh database file in a temporary directory and closes
-// it when the test ends. It returns the store and the file's path.
-func newTestDB(t *testing.T) (*db.DB, string) {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "pacer.db")
-	return pacertest.OpenStoreAt(t, path), path
+// it when the test (or benchmark) ends. It returns the store and the file's path.
+func newTestDB(tb testing.TB) (*db.DB, string) {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "pacer.db")
+	return pacertest.OpenStoreAt(tb, path), path
 }
 
 // rawDB opens the database file directly, to read or tamper with rows.
@@ -38,26 +41,6 @@ func rawDB(t testing.TB, path string) *sql.DB {
 	}
 	t.Cleanup(func() { raw.Close() })
 	return raw
-}
-
-// queryPlan returns SQLite's plan for query, its steps joined by "; ".
-func queryPlan(t testing.TB, raw *sql.DB, query string, args ...any) string {
-	t.Helper()
-	rows, err := raw.Query(`EXPLAIN QUERY PLAN `+query, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var plan []string
-	for rows.Next() {
-		var id, parent, notused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, detail)
-	}
-	return strings.Join(plan, "; ")
 }
 
 func TestOpen(t *testing.T) {
@@ -243,35 +226,108 @@ func TestSchemaChecks(t *testing.T) {
 	})
 }
 
-func TestQueryPlans(t *testing.T) {
-	// The claim must reach due rows and running counts through the partial
-	// indexes, so a paused scope's backlog is never scanned.
-	_, path := newTestDB(t)
-	raw := rawDB(t, path)
-	type planCase struct {
-		name, query, index string
-		args               []any
+// What a store commits is there when it opens again: scopes with their
+// pauses, budgets and rate slots, operations, and leases still held.
+func TestDurableAcrossReopen(t *testing.T) {
+	ctx := context.Background()
+	d, path := newTestDB(t)
+	storetest.PutScope(t, d, "a", storetest.ScopeOpts{MaxConcurrent: 2, Rate: &scheduler.RateLimit{Requests: 1, Per: time.Minute}})
+	storetest.PutScope(t, d, "b", storetest.ScopeOpts{})
+	storetest.Enqueue(t, d, t0, storetest.NewOp("a-1", "a", t0), storetest.NewOp("a-2", "a", t0), storetest.NewOp("b-1", "b", t0.Add(time.Hour)))
+	c := storetest.Claim(t, d, t0, 10)[0] // a-1; the rate then spaces a's next send by a minute
+	storetest.Complete(t, d, c, t0.Add(time.Second), scheduler.Decision{
+		State: scheduler.StateWaitingForBudget, NextAttemptAt: t0.Add(20 * time.Minute),
+		Scope: scheduler.ScopeEffect{PauseUntil: t0.Add(10 * time.Minute), PauseReason: "rate limited",
+			Budget: &providers.Budget{Remaining: 0, Limit: 60, ResetAt: t0.Add(10 * time.Minute)}},
+	}, providers.Outcome{Class: providers.ClassRateLimited, Status: 429})
+	storetest.Enqueue(t, d, t0, storetest.NewOp("a-3", "a", t0))
+	running := storetest.Claim(t, d, t0.Add(10*time.Minute), 10) // a-2, left running by a "crash"
+	if fmt.Sprint(storetest.ClaimedIDs(running)) != "[a-2]" {
+		t.Fatalf("claimed %v", storetest.ClaimedIDs(running))
 	}
-	for _, tc := range []planCase{
-		{"Due", `SELECT id FROM operations WHERE scope_id = 1 AND resource = '' AND state IN ('scheduled', 'waitingForBudget') AND next_attempt_at <= 5 ORDER BY next_attempt_at, id LIMIT 3`, "operations_due", nil},
-		{"EarliestDue", `SELECT next_attempt_at FROM operations WHERE scope_id = 1 AND resource = 'search' AND state IN ('scheduled', 'waitingForBudget') ORDER BY next_attempt_at LIMIT 1`, "operations_due", nil},
-		{"Running", `SELECT COUNT(*) FROM operations WHERE scope_id = 1 AND state = 'running'`, "operations_running_scope", nil},
-		{"LeaseExpiry", `SELECT MIN(lease_expires_at) FROM operations INDEXED BY operations_running_lease WHERE state = 'running'`, "operations_running_lease", nil},
-		{"ExpiredLeases", `SELECT o.id FROM operations o INDEXED BY operations_running_lease JOIN scopes s ON s.id = o.scope_id WHERE o.state = 'running' AND o.lease_expires_at <= 5 ORDER BY o.lease_expires_at, o.id LIMIT 10`, "operations_running_lease", nil},
-		{"ListByScope", `SELECT o.id FROM operations o JOIN scopes s ON s.id = o.scope_id WHERE o.scope_id = 3 AND (o.created_at, o.id) < (5, 6) ORDER BY o.created_at DESC, o.id DESC LIMIT 10`, "operations_scope_created", nil},
-		{"ListByState", `SELECT id FROM operations WHERE state = 'held' ORDER BY created_at DESC, id DESC LIMIT 50`, "operations_state_created", nil},
-		// The claim leases its batch by row ID, never by scanning the
-		// scheduled rows of the state index.
-		{"ClaimByRowID", db.ClaimUpdate, "INTEGER PRIMARY KEY", []any{1, 2, "[1,2]"}},
-		// Finding by ID prefix reads a range of the unique ID index (design
-		// §14: no scan).
-		{"FindByIDPrefix", db.FindOperationsQuery, "sqlite_autoindex_operations_1 (operation_id>? AND operation_id<?)", []any{"sync-", "sync-\U0010FFFF", 20}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := queryPlan(t, raw, tc.query, tc.args...)
-			if !strings.Contains(got, tc.index) || strings.Contains(got, "TEMP B-TREE") {
-				t.Fatalf("plan %q, want index %s and no sort", got, tc.index)
-			}
-		})
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
 	}
+
+	d = pacertest.OpenStoreAt(t, path)
+	s, err := d.GetScope(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.PausedUntil.Equal(t0.Add(10*time.Minute)) || s.Budget == nil || s.Budget.Limit != 60 || s.InFlight != 1 {
+		t.Fatalf("scope after reopen %+v", s)
+	}
+	if op := storetest.GetOp(t, d, "a-1"); op.State != scheduler.StateWaitingForBudget || !op.NextAttemptAt.Equal(t0.Add(20*time.Minute)) {
+		t.Fatalf("a-1 after reopen %+v", op)
+	}
+	expired, err := d.ListRunning(ctx, t0.Add(11*time.Minute), 10)
+	if err != nil || fmt.Sprint(storetest.ClaimedIDs(expired)) != "[a-2]" || expired[0].Operation.LeaseToken != 1 {
+		t.Fatalf("running after reopen %v, %v", storetest.ClaimedIDs(expired), err)
+	}
+	// Nothing runs early after the restart: a's next rate slot is at +11m.
+	if got := storetest.Claim(t, d, t0.Add(11*time.Minute-time.Millisecond), 10); len(got) != 0 {
+		t.Fatalf("claimed %v before the rate slot", storetest.ClaimedIDs(got))
+	}
+	if got := storetest.ClaimedIDs(storetest.Claim(t, d, t0.Add(11*time.Minute), 10)); fmt.Sprint(got) != "[a-3]" {
+		t.Fatalf("claimed %v at the rate slot", got)
+	}
+	if at, ok, err := d.NextWake(ctx); err != nil || !ok || !at.Equal(t0.Add(11*time.Minute)) {
+		t.Fatalf("next wake %v, %v, %v: want +11m (rate slot and lease expiry)", at, ok, err)
+	}
+}
+
+func TestBackupFileAndCheckFile(t *testing.T) {
+	ctx := context.Background()
+	d, path := newTestDB(t)
+	storetest.PutScope(t, d, "a", storetest.ScopeOpts{Credentials: scheduler.Credentials{Type: scheduler.CredentialBearer, Token: "tok"}})
+	storetest.Enqueue(t, d, t0, storetest.NewOp("op-1", "a", t0))
+
+	t.Run("LiveCopyWithoutKey", func(t *testing.T) {
+		to := filepath.Join(t.TempDir(), "copy.db")
+		if err := db.BackupFile(ctx, path, to); err != nil { // d is still open and holds the writer
+			t.Fatal(err)
+		}
+		if v, err := db.CheckFile(ctx, to); err != nil || v != db.SchemaVersion() {
+			t.Fatalf("CheckFile(copy) = %d, %v; want version %d", v, err, db.SchemaVersion())
+		}
+		if got := storetest.GetOp(t, pacertest.OpenStoreAt(t, to), "op-1").ID; got != "op-1" {
+			t.Errorf("copy holds %q", got)
+		}
+		if err := db.BackupFile(ctx, path, to); err == nil || !strings.Contains(err.Error(), "exists") {
+			t.Errorf("backup over an existing file: %v, want a refusal", err)
+		}
+	})
+	t.Run("Missing", func(t *testing.T) {
+		missing := filepath.Join(t.TempDir(), "nope.db")
+		if _, err := db.CheckFile(ctx, missing); err == nil || !strings.Contains(err.Error(), "no database file") {
+			t.Errorf("CheckFile(missing) = %v", err)
+		}
+		if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+			t.Error("CheckFile created the missing file")
+		}
+		if err := db.BackupFile(ctx, missing, filepath.Join(t.TempDir(), "c.db")); err == nil {
+			t.Error("BackupFile(missing) succeeded")
+		}
+	})
+	t.Run("NotADatabase", func(t *testing.T) {
+		junk := filepath.Join(t.TempDir(), "junk.db")
+		if err := os.WriteFile(junk, []byte(strings.Repeat("not sqlite at all ", 512)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.CheckFile(ctx, junk); err == nil {
+			t.Error("CheckFile accepted a file that is not a database")
+		}
+	})
+	t.Run("WrongSchemaVersion", func(t *testing.T) {
+		to := filepath.Join(t.TempDir(), "old.db")
+		if err := db.BackupFile(ctx, path, to); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rawDB(t, to).Exec(`PRAGMA user_version = 99`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.CheckFile(ctx, to); err == nil || !strings.Contains(err.Error(), "schema version is 99") {
+			t.Errorf("CheckFile(version 99) = %v, want a schema version problem", err)
+		}
+	})
 }

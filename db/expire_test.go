@@ -5,11 +5,9 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
-	"pacer/db"
 	"pacer/internal/pacertest"
 	"pacer/providers"
 	"pacer/scheduler"
@@ -159,16 +157,5 @@ func TestMigrationMovesBudgets(t *testing.T) {
 	}
 	if slices.Sort(got); !slices.Equal(got, []string{"a1", "b1"}) {
 		t.Fatalf("claimed %v, want [a1 b1]", got)
-	}
-}
-
-func TestExpireQueryPlans(t *testing.T) {
-	_, path := newTestDB(t)
-	raw := rawDB(t, path)
-	for name, q := range map[string]string{"Overdue": db.OverdueOperations, "Earliest": db.EarliestWaitingDeadline} {
-		got := queryPlan(t, raw, q, 5, 10)
-		if !strings.Contains(got, "operations_waiting_deadline") || strings.Contains(got, "TEMP B-TREE") {
-			t.Errorf("%s: plan %q, want the waiting-deadline index and no sort", name, got)
-		}
 	}
 }

@@ -1,15 +1,10 @@
 package db_test
 
 import (
-	"context"
 	"database/sql"
-	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"pacer/internal/pacertest"
-	"pacer/scheduler"
 	"pacer/scheduler/storetest"
 )
 
@@ -49,36 +44,5 @@ func TestClaimIsFairAcrossScopes(t *testing.T) {
 	}
 	if small != 10 {
 		t.Fatalf("small scope got %d of its 10 operations in two claim passes", small)
-	}
-}
-
-// BenchmarkClaim compares a claim on an empty database with one where a
-// paused scope holds 1,000,000 due operations beside an open scope with a
-// little work: the paused backlog must not slow the claim (issue 4).
-//
-//	go test -run=^$ -bench=Claim -benchtime=2000x ./db/
-func BenchmarkClaim(b *testing.B) {
-	for _, backlog := range []int{0, 1_000_000} {
-		b.Run(fmt.Sprintf("pausedBacklog=%d", backlog), func(b *testing.B) {
-			path := filepath.Join(b.TempDir(), "bench.db")
-			d := pacertest.OpenStoreAt(b, path)
-			storetest.PutScope(b, d, "open", storetest.ScopeOpts{MaxConcurrent: 1 << 20})
-			storetest.PutScope(b, d, "paused", storetest.ScopeOpts{MaxConcurrent: 1 << 20})
-			raw := rawDB(b, path)
-			if backlog > 0 {
-				fillDue(b, raw, "paused", backlog, t0)
-				if _, err := raw.Exec(`UPDATE scopes SET paused_until = ? WHERE name = 'paused'`, t0.Add(24*time.Hour).UnixMilli()); err != nil {
-					b.Fatal(err)
-				}
-			}
-			fillDue(b, raw, "open", b.N, t0)
-			b.ResetTimer()
-			for range b.N {
-				cs, err := d.ClaimDue(context.Background(), scheduler.ClaimParams{Now: t0, Limit: 1, LeaseFor: time.Minute})
-				if err != nil || len(cs) != 1 {
-					b.Fatalf("claim: %d %v", len(cs), err)
-				}
-			}
-		})
 	}
 }

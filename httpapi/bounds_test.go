@@ -45,8 +45,7 @@ func TestTimesBounded(t *testing.T) {
 
 	t.Run("ErrNotBefore", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, setupOpts{})
-		putScope(t, b, "account-a")
+		b := setupWithScope(t)
 		for _, tc := range []struct{ value, want string }{
 			{"9999-12-31T23:59:59Z", horizonEnd.Format(time.RFC3339)},
 			{horizonEnd.Add(time.Second).Format(time.RFC3339), horizonEnd.Format(time.RFC3339)},
@@ -72,8 +71,7 @@ func TestTimesBounded(t *testing.T) {
 
 	t.Run("ErrNotBeforeInBatch", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, setupOpts{})
-		putScope(t, b, "account-a")
+		b := setupWithScope(t)
 		body := `{"operations":[` + operationBody("op-1", "account-a") + `,` +
 			withField("op-2", "account-a", `"notBefore":"9999-12-31T23:59:59Z"`) + `]}`
 		p := problemOf(t, b.do(http.MethodPost, "/v1/operations/batch", body), http.StatusUnprocessableEntity)
@@ -83,8 +81,7 @@ func TestTimesBounded(t *testing.T) {
 
 	t.Run("NotBeforeRoundedUp", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, setupOpts{})
-		putScope(t, b, "account-a")
+		b := setupWithScope(t)
 		at := testNow.Add(time.Hour + 400*time.Microsecond)
 		op := decodeAs[httpapi.Operation](t, b.do(http.MethodPost, "/v1/operations",
 			withField("op-1", "account-a", `"notBefore":"`+at.Format(time.RFC3339Nano)+`"`)), http.StatusCreated)
@@ -97,8 +94,7 @@ func TestTimesBounded(t *testing.T) {
 
 	t.Run("ErrMaxElapsed", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, setupOpts{})
-		putScope(t, b, "account-a")
+		b := setupWithScope(t)
 		for _, v := range []string{"500us", "1ns", "-1s"} {
 			p := problemOf(t, b.do(http.MethodPost, "/v1/operations", withField("op-1", "account-a", `"retry": {"maxElapsed": "`+v+`"}`)), http.StatusUnprocessableEntity)
 			fieldError(t, p, "retry.maxElapsed", "at least 1ms")

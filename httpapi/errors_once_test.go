@@ -28,8 +28,7 @@ func fieldsOf(p httpapi.Problem) string {
 // item indexes in a batch; nothing is stored.
 func TestEnqueue_EveryFaultAtOnce(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{})
-	putScope(t, b, "account-a")
+	b := setupWithScope(t)
 	// notBefore and maxElapsed do not parse; the method is refused.
 	bad := strings.NewReplacer(`"POST"`, `"BREW"`, `"24h"`, `"forever"`,
 		`"requestIdentity"`, `"notBefore": "tomorrow", "requestIdentity"`).Replace(operationBody("op-1", "account-a"))

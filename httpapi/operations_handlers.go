@@ -184,136 +184,71 @@ func (s *Server) handleListOperations(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := OperationList{Operations: make([]Operation, len(page.Operations)), Next: optString(page.Next)}
-	for i, op := range page.Operations {
-		out.Operations[i] = newOperation(op)
-	}
-	s.writeJSON(w, r, http.StatusOK, out)
+	s.writeJSON(w, r, http.StatusOK, OperationList{Operations: convert(page.Operations, newOperation), Next: optString(page.Next)})
 }
 
 // handleGetOperation answers GET /v1/operations/{operationId}.
 func (s *Server) handleGetOperation(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.operationParam(w, r)
-	if !ok {
-		return
-	}
-	op, err := s.svc.GetOperation(r.Context(), id)
-	if err != nil {
-		s.fail(w, r, operationNotFound(err, id))
-		return
-	}
-	s.writeJSON(w, r, http.StatusOK, newOperation(op))
+	serveNamed(s, w, r, s.operationParam, func(id string) (scheduler.Operation, error) {
+		return s.svc.GetOperation(r.Context(), id)
+	}, operationNotFound, showOperation)
 }
 
 // handleListAttempts answers GET /v1/operations/{operationId}/attempts,
 // oldest attempt first.
 func (s *Server) handleListAttempts(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.operationParam(w, r)
-	if !ok {
-		return
-	}
-	attempts, err := s.svc.ListAttempts(r.Context(), id)
-	if err != nil {
-		s.fail(w, r, operationNotFound(err, id))
-		return
-	}
-	out := AttemptList{Attempts: make([]Attempt, len(attempts))}
-	for i, a := range attempts {
-		out.Attempts[i] = newAttempt(a)
-	}
-	s.writeJSON(w, r, http.StatusOK, out)
+	serveNamed(s, w, r, s.operationParam, func(id string) ([]scheduler.Attempt, error) {
+		return s.svc.ListAttempts(r.Context(), id)
+	}, operationNotFound, func(attempts []scheduler.Attempt) any {
+		return AttemptList{Attempts: convert(attempts, newAttempt)}
+	})
 }
 
 // handleListAudit answers GET /v1/operations/{operationId}/audit: the
 // manual actions on the operation, oldest first.
 func (s *Server) handleListAudit(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.operationParam(w, r)
-	if !ok {
-		return
-	}
-	entries, err := s.svc.ListAudit(r.Context(), id)
-	if err == nil && len(entries) == 0 {
-		// An empty trail and an unknown operation look alike; tell them apart.
-		_, err = s.svc.GetOperation(r.Context(), id)
-	}
-	if err != nil {
-		s.fail(w, r, operationNotFound(err, id))
-		return
-	}
-	out := AuditList{Audit: make([]AuditEntry, len(entries))}
-	for i, e := range entries {
-		out.Audit[i] = newAuditEntry(e)
-	}
-	s.writeJSON(w, r, http.StatusOK, out)
+	serveNamed(s, w, r, s.operationParam, func(id string) ([]scheduler.AuditEntry, error) {
+		entries, err := s.svc.ListAudit(r.Context(), id)
+		if err == nil && len(entries) == 0 {
+			// An empty trail and an unknown operation look alike; tell them apart.
+			_, err = s.svc.GetOperation(r.Context(), id)
+		}
+		return entries, err
+	}, operationNotFound, func(entries []scheduler.AuditEntry) any {
+		return AuditList{Audit: convert(entries, newAuditEntry)}
+	})
 }
 
 // handleRelease answers POST /v1/operations/{operationId}/release: a held
 // or failed operation runs again at "at" (now when absent or past) with a
 // fresh retry budget.
 func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.operationParam(w, r)
-	if !ok {
-		return
-	}
-	var body ReleaseRequest
-	if err := decodeJSON(w, r, s.maxBody, &body, true); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	var at *time.Time
-	if body.At != "" {
-		t, err := time.Parse(time.RFC3339Nano, body.At)
-		if err != nil {
-			s.writeProblem(w, r, validationProblem([]FieldError{{Field: "at", Message: "must be an RFC 3339 time such as 2026-09-11T02:00:00Z"}}))
-			return
+	operationAction(s, w, r, func(id string, body ReleaseRequest) (scheduler.Operation, error) {
+		var at *time.Time
+		if body.At != "" {
+			t, err := time.Parse(time.RFC3339Nano, body.At)
+			if err != nil {
+				return scheduler.Operation{}, validationProblem([]FieldError{{Field: "at", Message: "must be an RFC 3339 time such as 2026-09-11T02:00:00Z"}})
+			}
+			at = &t
 		}
-		at = &t
-	}
-	op, err := s.svc.Release(r.Context(), id, at, body.Reason, actorFrom(r.Context()))
-	if err != nil {
-		s.fail(w, r, actionError(err, id))
-		return
-	}
-	s.writeJSON(w, r, http.StatusOK, newOperation(op))
+		return s.svc.Release(r.Context(), id, at, body.Reason, actorFrom(r.Context()))
+	})
 }
 
 // handleResolve answers POST /v1/operations/{operationId}/resolve: a person
 // says what happened to a mutation held for unknownOutcome.
 func (s *Server) handleResolve(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.operationParam(w, r)
-	if !ok {
-		return
-	}
-	var body ResolveRequest
-	if err := decodeJSON(w, r, s.maxBody, &body, true); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	op, err := s.svc.Resolve(r.Context(), id, scheduler.Resolution(body.Outcome), body.Reason, actorFrom(r.Context()))
-	if err != nil {
-		s.fail(w, r, actionError(err, id))
-		return
-	}
-	s.writeJSON(w, r, http.StatusOK, newOperation(op))
+	operationAction(s, w, r, func(id string, body ResolveRequest) (scheduler.Operation, error) {
+		return s.svc.Resolve(r.Context(), id, scheduler.Resolution(body.Outcome), body.Reason, actorFrom(r.Context()))
+	})
 }
 
 // handleCancel answers POST /v1/operations/{operationId}/cancel.
 func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.operationParam(w, r)
-	if !ok {
-		return
-	}
-	var body CancelRequest
-	if err := decodeJSON(w, r, s.maxBody, &body, true); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	op, err := s.svc.Cancel(r.Context(), id, body.Reason, actorFrom(r.Context()))
-	if err != nil {
-		s.fail(w, r, actionError(err, id))
-		return
-	}
-	s.writeJSON(w, r, http.StatusOK, newOperation(op))
+	operationAction(s, w, r, func(id string, body CancelRequest) (scheduler.Operation, error) {
+		return s.svc.Cancel(r.Context(), id, body.Reason, actorFrom(r.Context()))
+	})
 }
 
 // handleUnrelease answers POST /v1/operations/{operationId}/unrelease: a

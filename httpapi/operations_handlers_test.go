@@ -55,8 +55,7 @@ func TestEnqueue(t *testing.T) {
 
 	t.Run("OK", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, setupOpts{})
-		putScope(t, b, "account-a")
+		b := setupWithScope(t)
 		res := b.do(http.MethodPost, "/v1/operations", operationBody("sync-example-72", "account-a"))
 		op := decodeAs[httpapi.Operation](t, res, http.StatusCreated)
 		if got, want := res.Header.Get("Location"), "/v1/operations/sync-example-72"; got != want {
@@ -143,8 +142,7 @@ func TestEnqueue(t *testing.T) {
 
 	t.Run("ErrCredentialHeaders", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, setupOpts{})
-		putScope(t, b, "account-a")
+		b := setupWithScope(t)
 		for _, h := range []string{"Authorization", "Cookie", "Proxy-Authorization", "Host", "authorization"} {
 			t.Run(h, func(t *testing.T) {
 				body := strings.Replace(operationBody("op-1", "account-a"), `"Accept": "application/json"`,
@@ -164,8 +162,7 @@ func TestEnqueue(t *testing.T) {
 
 	t.Run("ErrInvalid", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, setupOpts{})
-		putScope(t, b, "account-a")
+		b := setupWithScope(t)
 		valid := operationBody("op-1", "account-a")
 		for _, tt := range []struct {
 			name, old, new, field string
@@ -202,8 +199,7 @@ func TestEnqueue(t *testing.T) {
 
 	t.Run("ErrMalformed", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, setupOpts{})
-		putScope(t, b, "account-a")
+		b := setupWithScope(t)
 		valid := operationBody("op-1", "account-a")
 		for _, tt := range []struct {
 			name, body, detail string
@@ -233,8 +229,7 @@ func TestEnqueue(t *testing.T) {
 
 	t.Run("ErrContentType", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, setupOpts{})
-		putScope(t, b, "account-a")
+		b := setupWithScope(t)
 		for _, ct := range []string{"", "text/plain", "application/x-www-form-urlencoded", "application/json; charset=latin1"} {
 			req := b.request(http.MethodPost, "/v1/operations", operationBody("op-1", "account-a"))
 			req.Header.Set("Content-Type", ct)
@@ -247,8 +242,7 @@ func TestEnqueue(t *testing.T) {
 
 	t.Run("ErrTooLarge", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, setupOpts{})
-		putScope(t, b, "account-a")
+		b := setupWithScope(t)
 		big := strings.Replace(operationBody("op-1", "account-a"), `"Bug"`, `"`+strings.Repeat("x", 2<<20)+`"`, 1)
 		p := problemOf(t, b.do(http.MethodPost, "/v1/operations", big), http.StatusRequestEntityTooLarge)
 		if !strings.Contains(p.Detail, "1048576") {
@@ -264,8 +258,7 @@ func TestEnqueue(t *testing.T) {
 
 	t.Run("OKBodyBase64", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, setupOpts{})
-		putScope(t, b, "account-a")
+		b := setupWithScope(t)
 		body := `{"operationId":"op-csv","providerScope":"account-a",
 			"request":{"method":"PUT","path":"/upload","headers":{"content-type":"text/csv"},"bodyBase64":"YSxiCjEsMgo="}}`
 		op := decodeAs[httpapi.Operation](t, b.do(http.MethodPost, "/v1/operations", body), http.StatusCreated)
@@ -370,8 +363,7 @@ func TestEnqueueBatch(t *testing.T) {
 
 	t.Run("ErrInvalidItem", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, setupOpts{})
-		putScope(t, b, "account-a")
+		b := setupWithScope(t)
 		bad := strings.Replace(operationBody("op-2", "account-a"), `"POST"`, `"BREW"`, 1)
 		cred := strings.Replace(operationBody("op-3", "account-a"), `"Accept"`, `"Cookie": "session=1", "Accept"`, 1)
 		body := `{"operations":[` + operationBody("op-1", "account-a") + `,` + bad + `,` + cred + `]}`
@@ -396,8 +388,7 @@ func TestEnqueueBatch(t *testing.T) {
 
 	t.Run("ErrSize", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, setupOpts{})
-		putScope(t, b, "account-a")
+		b := setupWithScope(t)
 		p := problemOf(t, b.do(http.MethodPost, "/v1/operations/batch", `{"operations":[]}`), http.StatusUnprocessableEntity)
 		if !hasField(p, "operations", "1 to 1000") {
 			t.Fatalf("errors: got %+v, want operations", p.Errors)

@@ -41,65 +41,30 @@ func (s *Server) handleListScopes(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.svc.Now()
-	out := ScopeList{Scopes: make([]Scope, len(scopes))}
-	for i, sc := range scopes {
-		out.Scopes[i] = newScope(sc, now)
-	}
-	s.writeJSON(w, r, http.StatusOK, out)
+	s.writeJSON(w, r, http.StatusOK, ScopeList{Scopes: convert(scopes, func(sc scheduler.Scope) Scope { return newScope(sc, now) })})
 }
 
 // handleGetScope answers GET /v1/scopes/{providerScope}.
 func (s *Server) handleGetScope(w http.ResponseWriter, r *http.Request) {
-	name, ok := s.scopeParam(w, r)
-	if !ok {
-		return
-	}
-	sc, err := s.svc.GetScope(r.Context(), name)
-	if err != nil {
-		s.fail(w, r, scopeNotFound(err, name))
-		return
-	}
-	s.writeJSON(w, r, http.StatusOK, newScope(sc, s.svc.Now()))
+	serveNamed(s, w, r, s.scopeParam, func(name string) (scheduler.Scope, error) {
+		return s.svc.GetScope(r.Context(), name)
+	}, scopeNotFound, s.showScope)
 }
 
 // handleResumeScope answers POST /v1/scopes/{providerScope}/resume: it
 // lifts every wait of the scope (hold, pause, learned budget, rate slot).
 func (s *Server) handleResumeScope(w http.ResponseWriter, r *http.Request) {
-	name, ok := s.scopeParam(w, r)
-	if !ok {
-		return
-	}
-	var body ResumeScopeRequest
-	if err := decodeJSON(w, r, s.maxBody, &body, true); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	sc, err := s.svc.ResumeScope(r.Context(), name, body.Reason, actorFrom(r.Context()))
-	if err != nil {
-		s.fail(w, r, scopeNotFound(err, name))
-		return
-	}
-	s.writeJSON(w, r, http.StatusOK, newScope(sc, s.svc.Now()))
+	scopeAction(s, w, r, func(name string, body ResumeScopeRequest) (scheduler.Scope, error) {
+		return s.svc.ResumeScope(r.Context(), name, body.Reason, actorFrom(r.Context()))
+	})
 }
 
 // handlePauseScope answers POST /v1/scopes/{providerScope}/pause: a
 // person pauses the scope until a time (design §14).
 func (s *Server) handlePauseScope(w http.ResponseWriter, r *http.Request) {
-	name, ok := s.scopeParam(w, r)
-	if !ok {
-		return
-	}
-	var body PauseScopeRequest
-	if err := decodeJSON(w, r, s.maxBody, &body, true); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	sc, err := s.svc.PauseScope(r.Context(), name, body.input(), actorFrom(r.Context()))
-	if err != nil {
-		s.fail(w, r, scopeNotFound(err, name))
-		return
-	}
-	s.writeJSON(w, r, http.StatusOK, newScope(sc, s.svc.Now()))
+	scopeAction(s, w, r, func(name string, body PauseScopeRequest) (scheduler.Scope, error) {
+		return s.svc.PauseScope(r.Context(), name, body.input(), actorFrom(r.Context()))
+	})
 }
 
 // scopeParam returns the scope named in the path, or answers 404.

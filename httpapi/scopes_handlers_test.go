@@ -27,6 +27,15 @@ func putScope(t *testing.T, b *testBundle, name string) httpapi.Scope {
 	return decodeAs[httpapi.Scope](t, b.do(http.MethodPut, "/v1/scopes/"+name, scopeBody), http.StatusCreated)
 }
 
+// setupWithScope starts a server for one test (see setup) that holds the
+// scope "account-a", made with scopeBody.
+func setupWithScope(t *testing.T) *testBundle {
+	t.Helper()
+	b := setup(t, setupOpts{})
+	putScope(t, b, "account-a")
+	return b
+}
+
 func TestPutScope(t *testing.T) {
 	t.Parallel()
 
@@ -77,8 +86,7 @@ func TestPutScope(t *testing.T) {
 
 	t.Run("OKReplaced", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, setupOpts{})
-		putScope(t, b, "account-a")
+		b := setupWithScope(t)
 		body := `{"provider":"generic","baseURL":"https://api.example.com/","idempotencyHeader":"Idempotency-Key",
 			"credentials":{"type":"header","name":"X-Secret","value":"` + secretHeader + `"}}`
 		sc := decodeAs[httpapi.Scope](t, b.do(http.MethodPut, "/v1/scopes/account-a", body), http.StatusOK)
@@ -173,8 +181,7 @@ func TestGetScope_ErrNotFound(t *testing.T) {
 
 func TestResumeScope(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{})
-	putScope(t, b, "account-a")
+	b := setupWithScope(t)
 
 	t.Run("ErrReasonRequired", func(t *testing.T) {
 		for _, body := range []string{"", `{}`, `{"reason":"  "}`} {
@@ -200,8 +207,7 @@ func TestResumeScope(t *testing.T) {
 // and resume lifts it. Every field at fault is named at once.
 func TestPauseScope(t *testing.T) {
 	t.Parallel()
-	b := setup(t, setupOpts{})
-	putScope(t, b, "account-a")
+	b := setupWithScope(t)
 	now := b.clock.Now()
 	until := now.Add(2 * time.Hour).UTC().Truncate(time.Second)
 

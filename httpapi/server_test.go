@@ -61,15 +61,7 @@ type testBundle struct {
 // after checking that no secret reached the log.
 func setup(t *testing.T, opts setupOpts) *testBundle {
 	t.Helper()
-	store := pacertest.OpenStore(t)
-	mock := clock.NewMock()
-	mock.Set(testNow)
-	sched, err := scheduler.New(store, mock, scheduler.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc := sched.Service
-
+	store, mock, svc := newService(t)
 	b := &testBundle{
 		t: t, clock: mock, store: store, svc: svc, logs: &syncBuffer{},
 		secrets: []string{secretBearer, secretHeader, secretPassword, testToken},
@@ -83,25 +75,75 @@ func setup(t *testing.T, opts setupOpts) *testBundle {
 	if !opts.NoToken {
 		cfg.Token, b.token = testToken, testToken
 	}
+	b.url = startServer(t, store, cfg, b.logs, b.secrets)
+	return b
+}
+
+// newService is a scheduler service over a new store, on a mock clock
+// set to testNow.
+func newService(t *testing.T) (*db.DB, *clock.Mock, *scheduler.Service) {
+	t.Helper()
+	store := pacertest.OpenStore(t)
+	mock := clock.NewMock()
+	mock.Set(testNow)
+	sched, err := scheduler.New(store, mock, scheduler.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store, mock, sched.Service
+}
+
+// startServer serves cfg over HTTP for one test and returns its URL. At
+// cleanup it closes the server and the store, and fails t when a secret
+// reached logs.
+func startServer(t *testing.T, store *db.DB, cfg httpapi.Config, logs *syncBuffer, secrets []string) string {
+	t.Helper()
 	srv, err := httpapi.New(cfg)
 	if err != nil {
 		t.Fatalf("new server: %v", err)
 	}
 	ts := httptest.NewServer(srv.Handler())
-	b.url = ts.URL
 	t.Cleanup(func() {
 		ts.Close()
 		if err := store.Close(); err != nil {
 			t.Errorf("close db: %v", err)
 		}
-		logs := b.logs.String()
-		for _, s := range b.secrets {
+		logs := logs.String()
+		for _, s := range secrets {
 			if strings.Contains(logs, s) {
 				t.Errorf("log contains secret %q:\n%s", s, logs)
 			}
 		}
 	})
-	return b
+	return ts.URL
+}
+
+// roundTrip runs req with client and reads the answer, failing t when a
+// secret is in its body or its headers.
+func roundTrip(t *testing.T, client *http.Client, req *http.Request, secrets []string) (*http.Response, []byte) {
+	t.Helper()
+	res, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatalf("read body: %v", err)
+	}
+	for _, s := range secrets {
+		if bytes.Contains(body, []byte(s)) {
+			t.Errorf("%s %s: answer contains secret %q: %s", req.Method, req.URL.Path, s, body)
+		}
+		for _, vs := range res.Header {
+			for _, v := range vs {
+				if strings.Contains(v, s) {
+					t.Errorf("%s %s: header contains secret %q", req.Method, req.URL.Path, s)
+				}
+			}
+		}
+	}
+	return res, body
 }
 
 // response is a finished HTTP exchange.
@@ -135,20 +177,7 @@ func (b *testBundle) request(method, path, body string) *http.Request {
 // send runs req and checks that the response carries no secret.
 func (b *testBundle) send(req *http.Request) response {
 	b.t.Helper()
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		b.t.Fatalf("%s %s: %v", req.Method, req.URL, err)
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	if err != nil {
-		b.t.Fatalf("read body: %v", err)
-	}
-	for _, s := range b.secrets {
-		if bytes.Contains(body, []byte(s)) {
-			b.t.Errorf("%s %s: response contains secret %q: %s", req.Method, req.URL.Path, s, body)
-		}
-	}
+	res, body := roundTrip(b.t, http.DefaultClient, req, b.secrets)
 	return response{Status: res.StatusCode, Header: res.Header, Body: body}
 }
 

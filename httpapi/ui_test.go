@@ -1,14 +1,12 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -21,7 +19,6 @@ import (
 
 	"pacer/db"
 	"pacer/httpapi"
-	"pacer/internal/pacertest"
 	"pacer/providers"
 	"pacer/scheduler"
 )
@@ -59,14 +56,7 @@ type uiBundle struct {
 // setupUI starts a server with the support page for one test.
 func setupUI(t *testing.T, opts uiOpts) *uiBundle {
 	t.Helper()
-	store := pacertest.OpenStore(t)
-	mock := clock.NewMock()
-	mock.Set(testNow)
-	sched, err := scheduler.New(store, mock, scheduler.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc := sched.Service
+	store, mock, svc := newService(t)
 	for _, name := range opts.Users {
 		if err := store.AddUser(context.Background(), db.NewUser{Name: name, Password: uiPassword, Cost: bcrypt.MinCost}, testNow); err != nil {
 			t.Fatalf("add user: %v", err)
@@ -85,29 +75,12 @@ func setupUI(t *testing.T, opts uiOpts) *uiBundle {
 	if opts.WrapUsers != nil {
 		users = opts.WrapUsers(store)
 	}
-	srv, err := httpapi.New(httpapi.Config{
+	b.url = startServer(t, store, httpapi.Config{
 		Service: svc, Token: opts.Token, Users: users,
 		Logger: slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	})
-	if err != nil {
-		t.Fatalf("new server: %v", err)
-	}
-	ts := httptest.NewServer(srv.Handler())
-	b.url = ts.URL
+	}, b.logs, b.secrets)
 	jar, _ := cookiejar.New(nil)
 	b.client = &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	t.Cleanup(func() {
-		ts.Close()
-		if err := store.Close(); err != nil {
-			t.Errorf("close db: %v", err)
-		}
-		logs := b.logs.String()
-		for _, s := range b.secrets {
-			if strings.Contains(logs, s) {
-				t.Errorf("log contains secret %q", s)
-			}
-		}
-	})
 	return b
 }
 
@@ -122,27 +95,7 @@ type page struct {
 // the answer.
 func (b *uiBundle) send(req *http.Request) page {
 	b.t.Helper()
-	res, err := b.client.Do(req)
-	if err != nil {
-		b.t.Fatalf("%s %s: %v", req.Method, req.URL, err)
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	if err != nil {
-		b.t.Fatalf("read body: %v", err)
-	}
-	for _, s := range b.secrets {
-		if bytes.Contains(body, []byte(s)) {
-			b.t.Errorf("%s %s: page contains secret %q", req.Method, req.URL.Path, s)
-		}
-		for _, vs := range res.Header {
-			for _, v := range vs {
-				if strings.Contains(v, s) {
-					b.t.Errorf("%s %s: header contains secret %q", req.Method, req.URL.Path, s)
-				}
-			}
-		}
-	}
+	res, body := roundTrip(b.t, b.client, req, b.secrets)
 	return page{Status: res.StatusCode, Header: res.Header, Body: string(body)}
 }
 

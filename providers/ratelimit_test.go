@@ -9,6 +9,24 @@ import (
 	"pacer/providers"
 )
 
+// checkParsed checks what a header parser returned: ErrMalformedField
+// when wantErr, otherwise no error and want.
+func checkParsed[T any](t *testing.T, got T, err error, wantErr bool, want T) {
+	t.Helper()
+	if wantErr {
+		if !errors.Is(err, providers.ErrMalformedField) {
+			t.Fatalf("err: got %v, want ErrMalformedField", err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("err: %v", err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+}
+
 func TestParseRateLimitPolicy(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -35,18 +53,7 @@ func TestParseRateLimitPolicy(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := providers.ParseRateLimitPolicy(tt.field)
-			if tt.err {
-				if !errors.Is(err, providers.ErrMalformedField) {
-					t.Fatalf("err: got %v, want ErrMalformedField", err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("err: %v", err)
-			}
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("got %+v, want %+v", got, tt.want)
-			}
+			checkParsed(t, got, err, tt.err, tt.want)
 		})
 	}
 }
@@ -78,18 +85,7 @@ func TestParseRateLimit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := providers.ParseRateLimit(tt.field)
-			if tt.err {
-				if !errors.Is(err, providers.ErrMalformedField) {
-					t.Fatalf("err: got %v, want ErrMalformedField", err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("err: %v", err)
-			}
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("got %+v, want %+v", got, tt.want)
-			}
+			checkParsed(t, got, err, tt.err, tt.want)
 		})
 	}
 }

@@ -61,15 +61,7 @@ func TestParseRetryAfter(t *testing.T) {
 			if got, want := h.Raw, tt.raw; got != want {
 				t.Errorf("raw: got %q, want %q", got, want)
 			}
-			if !h.At.Equal(tt.at) {
-				t.Errorf("at: got %v, want %v (note %q)", h.At, tt.at, h.Note)
-			}
-			if tt.note == "" && h.Note != "" {
-				t.Errorf("note: got %q, want none", h.Note)
-			}
-			if !strings.Contains(h.Note, tt.note) {
-				t.Errorf("note: got %q, want it to contain %q", h.Note, tt.note)
-			}
+			checkHintAt(t, h, tt.at, tt.note)
 			if !h.Usable() && h.Note == "" {
 				t.Errorf("unusable hint without a note")
 			}
@@ -140,15 +132,7 @@ func TestParseReset(t *testing.T) {
 			if got, want := h.Source, "x-ratelimit-reset"; got != want {
 				t.Errorf("source: got %q, want %q", got, want)
 			}
-			if !h.At.Equal(tt.at) {
-				t.Errorf("at: got %v, want %v (note %q)", h.At, tt.at, h.Note)
-			}
-			if tt.note == "" && h.Note != "" {
-				t.Errorf("note: got %q, want none", h.Note)
-			}
-			if !strings.Contains(h.Note, tt.note) {
-				t.Errorf("note: got %q, want it to contain %q", h.Note, tt.note)
-			}
+			checkHintAt(t, h, tt.at, tt.note)
 			checkHint(t, h, now)
 		})
 	}
@@ -178,5 +162,20 @@ func TestChooseHint(t *testing.T) {
 				t.Errorf("got %+v, want %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+// checkHintAt checks that hint h names at, and that its note contains
+// note (is empty when note is).
+func checkHintAt(t *testing.T, h providers.Hint, at time.Time, note string) {
+	t.Helper()
+	if !h.At.Equal(at) {
+		t.Errorf("at: got %v, want %v (note %q)", h.At, at, h.Note)
+	}
+	if note == "" && h.Note != "" {
+		t.Errorf("note: got %q, want none", h.Note)
+	}
+	if !strings.Contains(h.Note, note) {
+		t.Errorf("note: got %q, want it to contain %q", h.Note, note)
 	}
 }

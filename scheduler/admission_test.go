@@ -124,8 +124,7 @@ func TestPausedScopeIsNotLateness(t *testing.T) {
 // An operation behind a held scope says so (blockedBy scopeHeld), and its
 // resource keeps its own time: the earliest it may go once the hold ends.
 func TestHeldScopeBlocksOperations(t *testing.T) {
-	h := setup(t, scheduler.EngineConfig{})
-	prov := newProvider(t, h.clock)
+	h, prov := setupWithProvider(t)
 	h.scope("a", prov.URL, "", 1)
 	prov.script("/first", answer{status: 401})
 	h.enqueue(scheduler.OperationInput{ID: "first", Scope: "a", Method: "GET", Path: "/first"})
@@ -159,8 +158,7 @@ func TestResumeLiftsEveryWait(t *testing.T) {
 		{"PacedBudget", answer{status: 200, headers: map[string]string{"X-RateLimit-Remaining": "2", "X-RateLimit-Reset": "3600"}}, nil, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := setup(t, scheduler.EngineConfig{})
-			prov := newProvider(t, h.clock)
+			h, prov := setupWithProvider(t)
 			_, _, err := h.svc.PutScope(context.Background(), scheduler.ScopeInput{
 				Name: "a", Provider: "generic", BaseURL: prov.URL, MaxConcurrent: 1, BudgetReserve: tc.reserve, RateLimit: tc.rate,
 			}, "test")

@@ -25,8 +25,7 @@ func (h *harness) customScope(name, url string, spec providers.Spec) {
 // scope's declarative profile classifies it as a rate limit and the
 // operation waits exactly as declared, across a restart.
 func TestCustomProfileWaitsAsDeclared(t *testing.T) {
-	h := setup(t, scheduler.EngineConfig{})
-	prov := newProvider(t, h.clock)
+	h, prov := setupWithProvider(t)
 	h.customScope("odd", prov.URL, providers.Spec{
 		Statuses:    map[string]providers.Class{"420": providers.ClassRateLimited, "5xx": providers.ClassUnknownOutcome},
 		RetryAfter:  &providers.TimeHeader{Header: "X-Wait-Ms", Format: "delta-millis"},
@@ -78,8 +77,7 @@ func TestCustomProfileWaitsAsDeclared(t *testing.T) {
 // and a declared unknownOutcome is resent with the same key inside the
 // declared retention.
 func TestCustomProfileIdempotency(t *testing.T) {
-	h := setup(t, scheduler.EngineConfig{})
-	prov := newProvider(t, h.clock)
+	h, prov := setupWithProvider(t)
 	h.customScope("keyed", prov.URL, providers.Spec{
 		Statuses:    map[string]providers.Class{"5xx": providers.ClassUnknownOutcome},
 		Idempotency: &providers.IdempotencySpec{Header: "Idempotency-Key", Retention: "24h", Methods: []string{"POST"}},
@@ -104,8 +102,7 @@ func TestCustomProfileIdempotency(t *testing.T) {
 // Two custom scopes with different profiles read the same answer their
 // own way: the engine's profile cache is keyed by the spec's content.
 func TestCustomProfilesPerScope(t *testing.T) {
-	h := setup(t, scheduler.EngineConfig{})
-	prov := newProvider(t, h.clock)
+	h, prov := setupWithProvider(t)
 	h.customScope("wait", prov.URL, providers.Spec{Statuses: map[string]providers.Class{"420": providers.ClassRateLimited}})
 	h.customScope("fail", prov.URL, providers.Spec{Statuses: map[string]providers.Class{"420": providers.ClassPermanent}})
 	prov.script("/x", answer{status: 420})

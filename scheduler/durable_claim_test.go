@@ -31,8 +31,7 @@ func (s *durableSpy) ClaimDue(ctx context.Context, p scheduler.ClaimParams) ([]s
 // §11 "Durable before it leaves": the engine asks for a durable claim for
 // exactly the mutations whose provider cannot deduplicate them.
 func TestEngineDurableClaims(t *testing.T) {
-	h := setup(t, scheduler.EngineConfig{})
-	prov := newProvider(t, h.clock)
+	h, prov := setupWithProvider(t)
 	h.scope("plain", prov.URL, "", 10)                // no idempotency
 	h.scope("keyed", prov.URL, "Idempotency-Key", 10) // deduplicates every method
 	for _, in := range []scheduler.OperationInput{
@@ -84,8 +83,7 @@ func (s *unsyncedStore) ClaimDue(ctx context.Context, p scheduler.ClaimParams) (
 // again, the mutation the provider cannot deduplicate is held for a
 // person (its outcome is unknown to the store), never sent twice.
 func TestEngineUnsyncedClaimNotSent(t *testing.T) {
-	h := setup(t, scheduler.EngineConfig{})
-	prov := newProvider(t, h.clock)
+	h, prov := setupWithProvider(t)
 	h.scope("plain", prov.URL, "", 10)
 	h.enqueue(scheduler.OperationInput{ID: "post", Scope: "plain", Method: "POST", Path: "/p"})
 	h.enqueue(scheduler.OperationInput{ID: "get", Scope: "plain", Method: "GET", Path: "/g"})

@@ -144,6 +144,23 @@ func newProvider(t *testing.T, clk *clock.Mock) *provider {
 	return p
 }
 
+// setupWithProvider is a harness with the default engine configuration
+// (see setup) and a provider on its clock.
+func setupWithProvider(t *testing.T) (*harness, *provider) {
+	t.Helper()
+	h := setup(t, scheduler.EngineConfig{})
+	return h, newProvider(t, h.clock)
+}
+
+// rateLimited is n answers of 429 asking to retry after a second.
+func rateLimited(n int) []answer {
+	as := make([]answer, n)
+	for i := range as {
+		as[i] = answer{status: 429, headers: map[string]string{"Retry-After": "1"}}
+	}
+	return as
+}
+
 func (p *provider) script(path string, as ...answer) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -187,8 +204,7 @@ func (p *provider) requests(path string) []received {
 
 // Invariant 1: nothing leaves before its nextAttemptAt.
 func TestEngineNeverEarly(t *testing.T) {
-	h := setup(t, scheduler.EngineConfig{})
-	prov := newProvider(t, h.clock)
+	h, prov := setupWithProvider(t)
 	h.scope("a", prov.URL, "", 4)
 	nb := t0.Add(10 * time.Second)
 	h.enqueue(scheduler.OperationInput{ID: "later", Scope: "a", Method: "GET", Path: "/later", NotBefore: &nb})
@@ -218,8 +234,7 @@ func TestEngineNeverEarly(t *testing.T) {
 
 // Invariant 6: a rate limit pauses its own scope and no other.
 func TestRateLimitPausesOnlyItsScope(t *testing.T) {
-	h := setup(t, scheduler.EngineConfig{})
-	prov := newProvider(t, h.clock)
+	h, prov := setupWithProvider(t)
 	h.scope("a", prov.URL, "", 1)
 	h.scope("b", prov.URL, "", 1)
 	prov.script("/a1", answer{status: 429, headers: map[string]string{"Retry-After": "30"}}, answer{status: 200})
@@ -269,8 +284,7 @@ func TestRateLimitPausesOnlyItsScope(t *testing.T) {
 // Invariants 3 and 4: an uncertain mutation keeps body and identity; it is
 // resent with the same key where the provider honours keys, else held.
 func TestUncertainMutation(t *testing.T) {
-	h := setup(t, scheduler.EngineConfig{})
-	prov := newProvider(t, h.clock)
+	h, prov := setupWithProvider(t)
 	h.scope("keyed", prov.URL, "Idempotency-Key", 2)
 	h.scope("plain", prov.URL, "", 2)
 	prov.script("/k", answer{status: 502}, answer{status: 502}, answer{status: 201, body: `{"id":7}`})
@@ -319,8 +333,7 @@ func TestUncertainMutation(t *testing.T) {
 // ends within its budget.
 func TestMalformedTimingIsBounded(t *testing.T) {
 	values := []string{"", "soon", "-5", "NaN", "1e400", "99999999999999999999999", "Wed, 21 Oct 2015 07:28:00 GMT", "Fri, 31 Dec 9999 23:59:59 GMT", "0"}
-	h := setup(t, scheduler.EngineConfig{})
-	prov := newProvider(t, h.clock)
+	h, prov := setupWithProvider(t)
 	h.scope("a", prov.URL, "", 100)
 	for i, v := range values {
 		path := fmt.Sprintf("/m%d", i)
@@ -397,8 +410,7 @@ func TestRequestEndsBeforeLease(t *testing.T) {
 // Invariant 2: a completion that arrives after the lease was lost is
 // discarded by the fence, even when the operation ran again meanwhile.
 func TestStaleCompletionIsFenced(t *testing.T) {
-	h := setup(t, scheduler.EngineConfig{})
-	prov := newProvider(t, h.clock)
+	h, prov := setupWithProvider(t)
 	h.scope("a", prov.URL, "", 1)
 	release := make(chan struct{})
 	prov.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -452,8 +464,7 @@ func TestStaleCompletionIsFenced(t *testing.T) {
 
 // A 401 holds the operation and the whole scope; new credentials lift it.
 func TestAuthRevokedHoldsScope(t *testing.T) {
-	h := setup(t, scheduler.EngineConfig{})
-	prov := newProvider(t, h.clock)
+	h, prov := setupWithProvider(t)
 	h.scope("a", prov.URL, "", 1)
 	prov.script("/x", answer{status: 401, body: `{"message":"Bad credentials"}`})
 	h.enqueue(scheduler.OperationInput{ID: "x", Scope: "a", Method: "GET", Path: "/x"})
@@ -490,8 +501,7 @@ func TestAuthRevokedHoldsScope(t *testing.T) {
 
 // Invariant 7: after a restart the delay survives and nothing is early.
 func TestRestartKeepsEligibility(t *testing.T) {
-	h := setup(t, scheduler.EngineConfig{})
-	prov := newProvider(t, h.clock)
+	h, prov := setupWithProvider(t)
 	h.scope("a", prov.URL, "", 1)
 	prov.script("/r", answer{status: 429, headers: map[string]string{"Retry-After": "120"}}, answer{status: 200})
 	h.enqueue(scheduler.OperationInput{ID: "r", Scope: "a", Method: "GET", Path: "/r"})

@@ -116,8 +116,7 @@ func TestMaybeAppliedStripeMutationIsHeld(t *testing.T) {
 // A keyed mutation's ambiguous 502 is resent with the key (transient), but
 // it may have applied: 503s until the attempts are spent hold it.
 func TestKeyedAmbiguousMutationIsHeld(t *testing.T) {
-	h := setup(t, scheduler.EngineConfig{})
-	prov := newProvider(t, h.clock)
+	h, prov := setupWithProvider(t)
 	h.scope("keyed", prov.URL, "Idempotency-Key", 1)
 	prov.script("/k", answer{status: 502}, answer{status: 503})
 	h.enqueue(scheduler.OperationInput{ID: "k", Scope: "keyed", Method: "POST", Path: "/k", Body: []byte(`{}`), ContentType: "application/json", MaxAttempts: 3})
@@ -164,15 +163,9 @@ func TestRecoveredMutationIsNeverFailed(t *testing.T) {
 // "7 × 429 then one 503 with maxAttempts: 8" goes on: rate-limited answers
 // do not count toward maxAttempts.
 func TestRateLimitsDoNotSpendAttempts(t *testing.T) {
-	h := setup(t, scheduler.EngineConfig{})
-	prov := newProvider(t, h.clock)
+	h, prov := setupWithProvider(t)
 	h.scope("a", prov.URL, "", 1)
-	var as []answer
-	for range 7 {
-		as = append(as, answer{status: 429, headers: map[string]string{"Retry-After": "1"}})
-	}
-	as = append(as, answer{status: 503}, answer{status: 200})
-	prov.script("/r", as...)
+	prov.script("/r", append(rateLimited(7), answer{status: 503}, answer{status: 200})...)
 	h.enqueue(scheduler.OperationInput{ID: "r", Scope: "a", Method: "GET", Path: "/r", MaxAttempts: 8})
 	op := h.runUntilSettled("r", 3*time.Second, 50)
 	if op.State != scheduler.StateSucceeded || op.Attempt != 9 {
@@ -183,15 +176,10 @@ func TestRateLimitsDoNotSpendAttempts(t *testing.T) {
 // "16 × 429 with maxAttempts: 2" goes on too, and a rate limit that never
 // ends is bounded by the deadline alone.
 func TestRateLimitsAreBoundedByTheDeadline(t *testing.T) {
-	h := setup(t, scheduler.EngineConfig{})
-	prov := newProvider(t, h.clock)
+	h, prov := setupWithProvider(t)
 	h.scope("a", prov.URL, "", 2)
-	var as []answer
-	for range 16 {
-		as = append(as, answer{status: 429, headers: map[string]string{"Retry-After": "1"}})
-	}
-	prov.script("/sixteen", append(as, answer{status: 200})...)
-	prov.script("/forever", answer{status: 429, headers: map[string]string{"Retry-After": "1"}})
+	prov.script("/sixteen", append(rateLimited(16), answer{status: 200})...)
+	prov.script("/forever", rateLimited(1)...)
 	h.enqueue(scheduler.OperationInput{ID: "sixteen", Scope: "a", Method: "GET", Path: "/sixteen", MaxAttempts: 2})
 	h.enqueue(scheduler.OperationInput{ID: "forever", Scope: "a", Method: "GET", Path: "/forever", MaxAttempts: 2, MaxElapsed: time.Minute})
 	op := h.runUntilSettled("sixteen", 3*time.Second, 50)
@@ -259,8 +247,7 @@ func TestDeadlineEndsWaitingWork(t *testing.T) {
 	justAfter := short + scheduler.DeadlineGrace + time.Millisecond
 
 	t.Run("PausedScope", func(t *testing.T) {
-		h := setup(t, scheduler.EngineConfig{})
-		prov := newProvider(t, h.clock)
+		h, prov := setupWithProvider(t)
 		h.scope("a", prov.URL, "", 1)
 		prov.script("/first", answer{status: 429, headers: map[string]string{"Retry-After": "7200"}})
 		h.enqueue(scheduler.OperationInput{ID: "first", Scope: "a", Method: "GET", Path: "/first"})
@@ -279,8 +266,7 @@ func TestDeadlineEndsWaitingWork(t *testing.T) {
 	})
 
 	t.Run("HeldScope", func(t *testing.T) {
-		h := setup(t, scheduler.EngineConfig{})
-		prov := newProvider(t, h.clock)
+		h, prov := setupWithProvider(t)
 		h.scope("a", prov.URL, "", 1)
 		prov.script("/first", answer{status: 401})
 		h.enqueue(scheduler.OperationInput{ID: "first", Scope: "a", Method: "GET", Path: "/first"})
@@ -314,8 +300,7 @@ func TestDeadlineEndsWaitingWork(t *testing.T) {
 	t.Run("OwnTimeWhileDown", func(t *testing.T) {
 		// Due at t0+10s with a deadline at t0+15s, and pacer was not
 		// running then: it ends at the first pass, unsent.
-		h := setup(t, scheduler.EngineConfig{})
-		prov := newProvider(t, h.clock)
+		h, prov := setupWithProvider(t)
 		h.scope("a", prov.URL, "", 1)
 		nb := t0.Add(10 * time.Second)
 		h.enqueue(scheduler.OperationInput{ID: "own", Scope: "a", Method: "GET", Path: "/own", NotBefore: &nb, MaxElapsed: short})
@@ -327,8 +312,7 @@ func TestDeadlineEndsWaitingWork(t *testing.T) {
 	t.Run("DueAtItsDeadlineStillLeaves", func(t *testing.T) {
 		// The loop wakes a moment after a due time: an attempt due at its
 		// deadline is sent, not expired.
-		h := setup(t, scheduler.EngineConfig{})
-		prov := newProvider(t, h.clock)
+		h, prov := setupWithProvider(t)
 		h.scope("a", prov.URL, "", 1)
 		prov.script("/edge", answer{status: 503}, answer{status: 200})
 		h.enqueue(scheduler.OperationInput{ID: "edge", Scope: "a", Method: "GET", Path: "/edge", MaxElapsed: time.Second})

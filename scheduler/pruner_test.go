@@ -35,8 +35,7 @@ func newPruner(t *testing.T, h *harness, cfg scheduler.PrunerConfig) *scheduler.
 
 func TestPrunerRemovesOnlyOldFinishedOperations(t *testing.T) {
 	ctx := context.Background()
-	h := setup(t, scheduler.EngineConfig{})
-	prov := newProvider(t, h.clock)
+	h, prov := setupWithProvider(t)
 	h.scope("a", prov.URL, "", 4)
 	prov.script("/bad", answer{status: 400, body: `{"error":"invalid"}`})
 	prov.script("/unsure", answer{status: 502})
@@ -111,8 +110,7 @@ func TestPrunerRemovesOnlyOldFinishedOperations(t *testing.T) {
 
 func TestPrunerWorksInBatches(t *testing.T) {
 	ctx := context.Background()
-	h := setup(t, scheduler.EngineConfig{})
-	prov := newProvider(t, h.clock)
+	h, prov := setupWithProvider(t)
 	h.scope("a", prov.URL, "", 10)
 	for i := range 5 {
 		h.enqueue(scheduler.OperationInput{ID: fmt.Sprintf("op-%d", i), Scope: "a", Method: "GET", Path: "/ok"})
@@ -287,8 +285,7 @@ func TestRetentionUnderLoad(t *testing.T) {
 // TestPrunerRunStopsWithItsContext runs the loop on a mock clock: it prunes
 // at once, then waits; canceling its context ends it without an error.
 func TestPrunerRunStopsWithItsContext(t *testing.T) {
-	h := setup(t, scheduler.EngineConfig{})
-	prov := newProvider(t, h.clock)
+	h, prov := setupWithProvider(t)
 	h.scope("a", prov.URL, "", 4)
 	h.enqueue(scheduler.OperationInput{ID: "old", Scope: "a", Method: "GET", Path: "/ok"})
 	h.pass()
@@ -321,8 +318,7 @@ func TestPrunerRunStopsWithItsContext(t *testing.T) {
 // Run only waits for its context.
 func TestPrunerKeepForever(t *testing.T) {
 	ctx := context.Background()
-	h := setup(t, scheduler.EngineConfig{})
-	prov := newProvider(t, h.clock)
+	h, prov := setupWithProvider(t)
 	h.scope("a", prov.URL, "", 4)
 	h.enqueue(scheduler.OperationInput{ID: "ok", Scope: "a", Method: "GET", Path: "/ok"})
 	h.pass()

@@ -44,8 +44,7 @@ func (h *harness) lastAttempt(id string) scheduler.Attempt {
 // the failure names the Location without its user information or query
 // values.
 func TestRedirectMatrix(t *testing.T) {
-	h := setup(t, scheduler.EngineConfig{})
-	prov := newProvider(t, h.clock)
+	h, prov := setupWithProvider(t)
 	other := newProvider(t, h.clock)
 	h.scope("a", prov.URL, "Idempotency-Key", 64)
 	body := `{"name":"renamed"}`
@@ -154,8 +153,7 @@ func TestRedirectMatrix(t *testing.T) {
 // A 301 or 302 after a mutation to a provider without idempotency keys is
 // held for a person at once: it may have applied (post-redirect-get).
 func TestRedirectAfterMutationHeld(t *testing.T) {
-	h := setup(t, scheduler.EngineConfig{})
-	prov := newProvider(t, h.clock)
+	h, prov := setupWithProvider(t)
 	h.scope("a", prov.URL, "", 4)
 	for _, st := range []int{301, 302} {
 		p := fmt.Sprintf("/m%d", st)
@@ -178,8 +176,7 @@ func TestRedirectAfterMutationHeld(t *testing.T) {
 // Location relative to the current URL), a loop ends after 5 with a clear
 // failure.
 func TestRedirectHopLimit(t *testing.T) {
-	h := setup(t, scheduler.EngineConfig{})
-	prov := newProvider(t, h.clock)
+	h, prov := setupWithProvider(t)
 	h.scope("a", prov.URL, "", 4)
 	for i := range 5 {
 		// h0 → h1 → … → h5, in a directory, with paths relative to it.
@@ -254,8 +251,7 @@ func TestRedirectChainSharesOneDeadline(t *testing.T) {
 // A redirect without a usable Location fails the attempt and does not echo
 // what may be a secret in it.
 func TestRedirectWithoutLocation(t *testing.T) {
-	h := setup(t, scheduler.EngineConfig{})
-	prov := newProvider(t, h.clock)
+	h, prov := setupWithProvider(t)
 	h.scope("a", prov.URL, "", 4)
 	prov.script("/none", answer{status: 307})
 	prov.script("/ftp", answer{status: 308, headers: map[string]string{"Location": "ftp://files.example/x?sig=sekrit"}})
@@ -280,8 +276,7 @@ func TestRedirectWithoutLocation(t *testing.T) {
 // request carries the scope's credentials only (here a custom header, so
 // net/http would otherwise add Basic auth from the URL).
 func TestRedirectDropsLocationUserinfo(t *testing.T) {
-	h := setup(t, scheduler.EngineConfig{})
-	prov := newProvider(t, h.clock)
+	h, prov := setupWithProvider(t)
 	if _, _, err := h.svc.PutScope(context.Background(), scheduler.ScopeInput{
 		Name: "hdr", Provider: "generic", BaseURL: prov.URL, MaxConcurrent: 1,
 		Credentials: scheduler.Credentials{Type: scheduler.CredentialHeader, Name: "X-Api-Key", Value: "secret-hdr"},

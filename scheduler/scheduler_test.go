@@ -32,8 +32,7 @@ func (s *failsListRunning) ListRunning(ctx context.Context, expiredBy time.Time,
 // running when that process died is sent again and succeeds, and Run
 // returns once its context ends.
 func TestSchedulerRunRecoversThenRunsTheLoops(t *testing.T) {
-	h := setup(t, scheduler.EngineConfig{})
-	prov := newProvider(t, h.clock)
+	h, prov := setupWithProvider(t)
 	h.scope("a", prov.URL, "", 4)
 	h.enqueue(scheduler.OperationInput{ID: "left", Scope: "a", Method: "GET", Path: "/left"})
 	// An earlier process's claim: its lease runs for an hour yet.

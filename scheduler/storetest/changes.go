@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -14,9 +13,7 @@ import (
 
 func testChangesFeed(t *testing.T, open Opener) {
 	ctx := context.Background()
-	d := open(t)
-	PutScope(t, d, "a", ScopeOpts{})
-	Enqueue(t, d, T0, NewOp("op", "a", T0))
+	d := openWithOps(t, open, NewOp("op", "a", T0))
 	c := Claim(t, d, T0.Add(time.Second), 1)[0]
 	Complete(t, d, c, T0.Add(2*time.Second), scheduler.Decision{State: scheduler.StateSucceeded}, providers.Outcome{Class: providers.ClassSuccess, Status: 200})
 	Enqueue(t, d, T0.Add(3*time.Second), NewOp("op-2", "a", T0))
@@ -87,20 +84,10 @@ func testListChanges(t *testing.T, open Opener) {
 
 	// One more change: the newest seq ever assigned is 6.
 	Enqueue(t, d, T0.Add(5*time.Second), NewOp("a-2", "a", T0))
-	// gap lists after `after` and wants the *FeedGapError wrapping want,
-	// resuming at resume.
-	gap := func(t *testing.T, after int64, want error, resume int64) {
-		t.Helper()
-		_, err := d.ListChanges(ctx, scheduler.ChangeFilter{After: after, Limit: 10})
-		var ge *scheduler.FeedGapError
-		if !errors.As(err, &ge) || !errors.Is(err, want) || ge.Resume != resume {
-			t.Fatalf("after %d: got %v, want %v resuming at %d", after, err, want, resume)
-		}
-	}
 	t.Run("ErrAhead", func(t *testing.T) {
 		// A cursor past the newest seq ever assigned: a restored backup.
-		gap(t, 99, scheduler.ErrFeedAhead, 6)
-		gap(t, 7, scheduler.ErrFeedAhead, 6)
+		FeedGap(t, d, 99, scheduler.ErrFeedAhead, 6)
+		FeedGap(t, d, 7, scheduler.ErrFeedAhead, 6)
 	})
 	t.Run("ErrPrunedByRetention", func(t *testing.T) {
 		// Retention removes the changes recorded before its cut-off
@@ -108,7 +95,7 @@ func testListChanges(t *testing.T, open Opener) {
 		if _, err := d.PruneFinished(ctx, scheduler.PruneParams{Before: T0.Add(2 * time.Second), Limit: 10}); err != nil {
 			t.Fatal(err)
 		}
-		gap(t, 1, scheduler.ErrFeedPruned, 2)
+		FeedGap(t, d, 1, scheduler.ErrFeedPruned, 2)
 		if got, want := Feed(t, d, scheduler.ChangeFilter{After: 2, Limit: 10}), "3:a-1:a:running 4:a-1:a:succeeded 5:b-1:b:canceled 6:a-2:a:scheduled"; got != want {
 			t.Fatalf("after 2: got %s, want %s", got, want)
 		}

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -36,6 +37,16 @@ func PutScope(t testing.TB, d scheduler.Store, name string, o ScopeOpts) schedul
 		t.Fatalf("put scope %s: %v", name, err)
 	}
 	return s
+}
+
+// openWithOps returns a new store from open holding the generic scope
+// "a" (see PutScope) and ops, enqueued at T0.
+func openWithOps(t *testing.T, open Opener, ops ...scheduler.NewOperation) scheduler.Store {
+	t.Helper()
+	d := open(t)
+	PutScope(t, d, "a", ScopeOpts{})
+	Enqueue(t, d, T0, ops...)
+	return d
 }
 
 // NewOp is a valid mutation of scope due at notBefore, its request
@@ -128,6 +139,17 @@ func Feed(t testing.TB, d scheduler.Store, f scheduler.ChangeFilter) string {
 	return strings.Join(parts, " ")
 }
 
+// FeedGap lists the changes after `after` and wants the
+// *scheduler.FeedGapError wrapping want, resuming at resume.
+func FeedGap(t testing.TB, d scheduler.Store, after int64, want error, resume int64) {
+	t.Helper()
+	_, err := d.ListChanges(context.Background(), scheduler.ChangeFilter{After: after, Limit: 10})
+	var ge *scheduler.FeedGapError
+	if !errors.As(err, &ge) || !errors.Is(err, want) || ge.Resume != resume {
+		t.Fatalf("after %d: got %v, want %v resuming at %d", after, err, want, resume)
+	}
+}
+
 // AllChanges returns every change the store holds, in Seq order.
 func AllChanges(t testing.TB, d scheduler.Store) []scheduler.Change {
 	t.Helper()
@@ -194,5 +216,34 @@ func Answer(t testing.TB, d scheduler.Store, c scheduler.Claim, at time.Time, re
 	}})
 	if err != nil || !applied[0] {
 		t.Fatalf("complete %s: %v %v", c.Operation.ID, applied, err)
+	}
+}
+
+// settle claims every due operation of d at now and completes each with
+// the decision decide gives its ID.
+func settle(t *testing.T, d scheduler.Store, now time.Time, decide func(id string) scheduler.Decision) {
+	t.Helper()
+	for {
+		cs := Claim(t, d, now, 100)
+		if len(cs) == 0 {
+			return
+		}
+		for _, c := range cs {
+			dec := decide(c.Operation.ID)
+			out := providers.Outcome{Class: providers.ClassTransient}
+			switch {
+			case dec.HoldReason == scheduler.HoldUnknownOutcome:
+				out.Class = providers.ClassUnknownOutcome
+			case dec.HoldReason == scheduler.HoldAuthRevoked:
+				out.Class = providers.ClassAuthRevoked
+			case dec.State == scheduler.StateFailed:
+				out.Class = providers.ClassPermanent
+			case dec.State == scheduler.StateSucceeded:
+				out.Class = providers.ClassSuccess
+			}
+			if !Complete(t, d, c, now, dec, out) {
+				t.Fatalf("completion of %s not applied", c.Operation.ID)
+			}
+		}
 	}
 }

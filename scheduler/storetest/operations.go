@@ -288,35 +288,6 @@ func attention() []scheduler.State {
 	return []scheduler.State{scheduler.StateHeld, scheduler.StateFailed}
 }
 
-// settle claims every due operation of d at now and completes each with
-// the decision decide gives its ID.
-func settle(t *testing.T, d scheduler.Store, now time.Time, decide func(id string) scheduler.Decision) {
-	t.Helper()
-	for {
-		cs := Claim(t, d, now, 100)
-		if len(cs) == 0 {
-			return
-		}
-		for _, c := range cs {
-			dec := decide(c.Operation.ID)
-			out := providers.Outcome{Class: providers.ClassTransient}
-			switch {
-			case dec.HoldReason == scheduler.HoldUnknownOutcome:
-				out.Class = providers.ClassUnknownOutcome
-			case dec.HoldReason == scheduler.HoldAuthRevoked:
-				out.Class = providers.ClassAuthRevoked
-			case dec.State == scheduler.StateFailed:
-				out.Class = providers.ClassPermanent
-			case dec.State == scheduler.StateSucceeded:
-				out.Class = providers.ClassSuccess
-			}
-			if !Complete(t, d, c, now, dec, out) {
-				t.Fatalf("completion of %s not applied", c.Operation.ID)
-			}
-		}
-	}
-}
-
 // decisions by operation ID prefix.
 func decideByPrefix(id string) scheduler.Decision {
 	switch {
@@ -473,4 +444,200 @@ func testFindOperations(t *testing.T, open Opener) {
 			}
 		}
 	}
+}
+
+// testEnqueueIdentityInUse: when the scope's provider is sent the request
+// identity as an idempotency key, another operation of the scope with the
+// same identity that is unfinished, or was last updated less than the
+// key's retention (24h for a generic scope's header) before now, holds
+// it: the newcomer is rejected with ErrIdentityInUse naming the holder,
+// and writes nothing while the rest of its batch commits. A scope sent no
+// key, or another scope, is not concerned.
+func testEnqueueIdentityInUse(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	for _, name := range []string{"pay", "pay-2"} {
+		if _, _, err := d.PutScope(ctx, scheduler.ScopeConfig{Name: name, Provider: "generic", BaseURL: "https://pay.example",
+			MaxConcurrent: 4, IdempotencyHeader: "X-Request-Key"}, scheduler.Action{Actor: "test", At: T0, Reason: "setup"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	PutScope(t, d, "plain", ScopeOpts{})
+	withIdentity := func(id, scope, identity string) scheduler.NewOperation {
+		op := NewOp(id, scope, T0)
+		op.RequestIdentity = identity
+		return op
+	}
+	// inUse enqueues op at now and wants it rejected for holder.
+	inUse := func(op scheduler.NewOperation, now time.Time, holder string) {
+		t.Helper()
+		res, err := d.Enqueue(ctx, []scheduler.NewOperation{op}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !errors.Is(res[0].Err, scheduler.ErrIdentityInUse) || !strings.Contains(res[0].Err.Error(), holder) {
+			t.Fatalf("enqueue %s at %s: %v, want ErrIdentityInUse naming %s", op.ID, now, res[0].Err, holder)
+		}
+		if _, err := d.GetOperation(ctx, op.ID); !errors.Is(err, scheduler.ErrNotFound) {
+			t.Fatalf("rejected %s stored: %v", op.ID, err)
+		}
+	}
+
+	Enqueue(t, d, T0, withIdentity("op-1", "pay", "k1"))
+	inUse(withIdentity("op-2", "pay", "k1"), T0, "op-1")
+	// In a batch only the item at fault is rejected.
+	res, err := d.Enqueue(ctx, []scheduler.NewOperation{withIdentity("op-3", "pay", "k2"), withIdentity("op-4", "pay", "k1")}, T0)
+	if err != nil || res[0].Err != nil || !res[0].Created || !errors.Is(res[1].Err, scheduler.ErrIdentityInUse) {
+		t.Fatalf("batch = %+v, %v; want op-3 created, op-4 rejected", res, err)
+	}
+	// Another scope, or a scope sent no key, is free to use it.
+	Enqueue(t, d, T0, withIdentity("other-scope", "pay-2", "k1"), withIdentity("plain-1", "plain", "k1"), withIdentity("plain-2", "plain", "k1"))
+
+	// op-1 succeeds at T0+1m: it holds the key for the retention after.
+	var c1 scheduler.Claim
+	for _, c := range Claim(t, d, T0.Add(time.Minute), 10) {
+		if c.Operation.ID == "op-1" {
+			c1 = c
+		}
+	}
+	if c1.Operation.ID == "" {
+		t.Fatal("op-1 not claimed")
+	}
+	done := T0.Add(time.Minute)
+	Complete(t, d, c1, done, scheduler.Decision{State: scheduler.StateSucceeded}, providers.Outcome{Class: providers.ClassSuccess, Status: 200})
+	inUse(withIdentity("op-5", "pay", "k1"), done.Add(24*time.Hour-time.Millisecond), "op-1")
+	Enqueue(t, d, done.Add(24*time.Hour), withIdentity("op-5", "pay", "k1"))
+	// An unfinished holder keeps it however long it waits.
+	if op := GetOp(t, d, "op-3"); op.State.Terminal() {
+		t.Fatalf("op-3 is %s, want it unfinished", op.State)
+	}
+	inUse(withIdentity("op-6", "pay", "k2"), T0.Add(30*24*time.Hour), "op-3")
+}
+
+func testCountByState(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	PutScope(t, d, "open", ScopeOpts{})
+	PutScope(t, d, "paused", ScopeOpts{})
+	PutScope(t, d, "held", ScopeOpts{})
+	Enqueue(t, d, T0, NewOp("p1", "paused", T0), NewOp("h1", "held", T0), NewOp("o1", "open", T0), NewOp("o2", "open", T0.Add(time.Hour)))
+	for _, c := range Claim(t, d, T0, 10) {
+		switch c.Scope.Name {
+		case "paused":
+			Complete(t, d, c, T0, scheduler.Decision{State: scheduler.StateWaitingForBudget, NextAttemptAt: T0.Add(time.Minute),
+				Scope: scheduler.ScopeEffect{PauseUntil: T0.Add(time.Minute), PauseReason: "429"}}, providers.Outcome{Class: providers.ClassRateLimited, Status: 429})
+		case "held":
+			Complete(t, d, c, T0, scheduler.Decision{State: scheduler.StateHeld, HoldReason: scheduler.HoldAuthRevoked,
+				Scope: scheduler.ScopeEffect{Hold: scheduler.HoldAuthRevoked}}, providers.Outcome{Class: providers.ClassAuthRevoked, Status: 401})
+		}
+	}
+	c, err := d.CountByState(ctx, T0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprint(c.Operations, c.Scopes)
+	want := fmt.Sprint(map[scheduler.State]int{"waitingForBudget": 1, "held": 1, "running": 1, "scheduled": 1},
+		map[scheduler.ScopeStatus]int{"open": 1, "paused": 1, "held": 1})
+	if got != want {
+		t.Errorf("counts at T0 = %s, want %s", got, want)
+	}
+	c, err = d.CountByState(ctx, T0.Add(time.Minute)) // the pause is over
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Scopes[scheduler.ScopePaused] != 0 || c.Scopes[scheduler.ScopeOpen] != 2 {
+		t.Errorf("scopes after the pause = %v, want 2 open, 1 held", c.Scopes)
+	}
+}
+
+func testPruneFinished(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	PutScope(t, d, "a", ScopeOpts{})
+	var ops []scheduler.NewOperation
+	for _, id := range []string{"ok-1", "ok-2", "held", "failed", "canceled", "later"} {
+		ops = append(ops, NewOp(id, "a", T0))
+	}
+	ops[5].NotBefore = T0.Add(48 * time.Hour) // stays scheduled
+	Enqueue(t, d, T0, ops...)
+	if _, err := d.CancelOperation(ctx, "canceled", scheduler.Action{Actor: "test", At: T0, Reason: "not needed"}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, d, T0, func(id string) scheduler.Decision {
+		switch id {
+		case "held":
+			return scheduler.Decision{State: scheduler.StateHeld, HoldReason: scheduler.HoldUnknownOutcome}
+		case "failed":
+			return scheduler.Decision{State: scheduler.StateFailed, FailureReason: scheduler.FailurePermanent}
+		}
+		return scheduler.Decision{State: scheduler.StateSucceeded}
+	})
+	// A recent success that must stay.
+	Enqueue(t, d, T0.Add(time.Hour), NewOp("recent", "a", T0.Add(time.Hour)))
+	settle(t, d, T0.Add(time.Hour), func(string) scheduler.Decision { return scheduler.Decision{State: scheduler.StateSucceeded} })
+	changes := len(AllChanges(t, d))
+
+	t.Run("NothingBeforeTheCutoff", func(t *testing.T) {
+		res, err := d.PruneFinished(ctx, scheduler.PruneParams{Before: T0, Limit: 10})
+		if err != nil || res != (scheduler.PruneResult{}) {
+			t.Fatalf("PruneFinished(before T0) = %+v, %v; want nothing", res, err)
+		}
+	})
+	t.Run("InBatches", func(t *testing.T) {
+		before := T0.Add(time.Minute)
+		res, err := d.PruneFinished(ctx, scheduler.PruneParams{Before: before, Limit: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Operations != 2 || res.Changes != 2 || !res.More {
+			t.Fatalf("first batch %+v, want 2 operations, 2 changes, More", res)
+		}
+		total := res
+		for i := 0; res.More; i++ {
+			if i == 20 {
+				t.Fatal("batches never ran out")
+			}
+			if res, err = d.PruneFinished(ctx, scheduler.PruneParams{Before: before, Limit: 2}); err != nil {
+				t.Fatal(err)
+			}
+			total = total.Add(res)
+		}
+		// ok-1, ok-2, canceled; their attempts (2) and the cancel's audit.
+		if total.Operations != 3 || total.Attempts != 2 || total.Audit != 1 {
+			t.Errorf("removed %+v, want 3 operations, 2 attempts, 1 audit entry", total)
+		}
+		for _, id := range []string{"ok-1", "ok-2", "canceled"} {
+			if _, err := d.GetOperation(ctx, id); !errors.Is(err, scheduler.ErrNotFound) {
+				t.Errorf("%s still there (err %v)", id, err)
+			}
+		}
+		for id, st := range map[string]scheduler.State{"held": scheduler.StateHeld, "failed": scheduler.StateFailed, "later": scheduler.StateScheduled, "recent": scheduler.StateSucceeded} {
+			if got := GetOp(t, d, id).State; got != st {
+				t.Errorf("%s: %s, want %s kept", id, got, st)
+			}
+		}
+		if a, err := d.ListAttempts(ctx, "held"); err != nil || len(a) != 1 {
+			t.Errorf("held operation's attempts: %d, %v; want 1 kept", len(a), err)
+		}
+		// Every change recorded at T0 went; the three of "recent" stay.
+		left := AllChanges(t, d)
+		if got := len(left); got != 3 || total.Changes != changes-3 {
+			t.Fatalf("changes left %d (removed %d of %d), want 3", got, total.Changes, changes)
+		}
+		if minSeq := left[0].Seq; minSeq != int64(changes-2) {
+			t.Errorf("oldest change left has seq %d, want %d: only the head of the feed goes", minSeq, changes-2)
+		}
+	})
+	t.Run("SeqNotReused", func(t *testing.T) {
+		Enqueue(t, d, T0.Add(2*time.Hour), NewOp("after", "a", T0.Add(2*time.Hour)))
+		all := AllChanges(t, d)
+		if maxSeq := all[len(all)-1].Seq; maxSeq != int64(changes+1) {
+			t.Errorf("new change has seq %d, want %d", maxSeq, changes+1)
+		}
+	})
+	t.Run("BadLimit", func(t *testing.T) {
+		if _, err := d.PruneFinished(ctx, scheduler.PruneParams{Before: T0, Limit: 0}); err == nil {
+			t.Error("limit 0 accepted")
+		}
+	})
 }

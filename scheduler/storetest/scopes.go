@@ -128,9 +128,7 @@ func testPutScope(t *testing.T, open Opener) {
 
 func testResumeScope(t *testing.T, open Opener) {
 	ctx := context.Background()
-	d := open(t)
-	PutScope(t, d, "a", ScopeOpts{})
-	Enqueue(t, d, T0, NewOp("op-1", "a", T0))
+	d := openWithOps(t, open, NewOp("op-1", "a", T0))
 	c := Claim(t, d, T0, 1)[0]
 	Complete(t, d, c, T0, scheduler.Decision{
 		State: scheduler.StateHeld, HoldReason: scheduler.HoldAuthRevoked,
@@ -162,9 +160,7 @@ func testResumeScope(t *testing.T, open Opener) {
 // resume.
 func testPauseScope(t *testing.T, open Opener) {
 	ctx := context.Background()
-	d := open(t)
-	PutScope(t, d, "a", ScopeOpts{})
-	Enqueue(t, d, T0, NewOp("op-1", "a", T0))
+	d := openWithOps(t, open, NewOp("op-1", "a", T0))
 	until := T0.Add(time.Hour)
 	act := scheduler.Action{Actor: "bob", At: T0, Reason: "provider maintenance"}
 	s, err := d.PauseScope(ctx, "a", until, act)

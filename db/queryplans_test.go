@@ -1,0 +1,105 @@
+package db_test
+
+import (
+	"database/sql"
+	"strings"
+	"testing"
+
+	"pacer/db"
+)
+
+// queryPlan returns SQLite's plan for query, its steps joined by "; ".
+func queryPlan(t testing.TB, raw *sql.DB, query string, args ...any) string {
+	t.Helper()
+	rows, err := raw.Query(`EXPLAIN QUERY PLAN `+query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	return strings.Join(plan, "; ")
+}
+
+// Every query of the claim, the enqueue, the lists and expiry reaches its
+// rows through the index named and sorts nothing, whatever the backlog.
+func TestQueryPlans(t *testing.T) {
+	_, path := newTestDB(t)
+	raw := rawDB(t, path)
+	attention := `SELECT o.id FROM operations o JOIN scopes s ON s.id = o.scope_id WHERE coalesce(o.hold_reason, o.failure_reason) IS NOT NULL`
+	newest := ` ORDER BY o.created_at DESC, o.id DESC LIMIT 51`
+	for _, tc := range []struct {
+		name, query, index string
+		args               []any
+	}{
+		// The claim reaches due rows and running counts through the
+		// partial indexes, so a paused scope's backlog is never scanned.
+		{"Due", `SELECT id FROM operations WHERE scope_id = 1 AND resource = '' AND state IN ('scheduled', 'waitingForBudget') AND next_attempt_at <= 5 ORDER BY next_attempt_at, id LIMIT 3`, "operations_due", nil},
+		{"EarliestDue", `SELECT next_attempt_at FROM operations WHERE scope_id = 1 AND resource = 'search' AND state IN ('scheduled', 'waitingForBudget') ORDER BY next_attempt_at LIMIT 1`, "operations_due", nil},
+		{"Running", `SELECT COUNT(*) FROM operations WHERE scope_id = 1 AND state = 'running'`, "operations_running_scope", nil},
+		{"LeaseExpiry", `SELECT MIN(lease_expires_at) FROM operations INDEXED BY operations_running_lease WHERE state = 'running'`, "operations_running_lease", nil},
+		{"ExpiredLeases", `SELECT o.id FROM operations o INDEXED BY operations_running_lease JOIN scopes s ON s.id = o.scope_id WHERE o.state = 'running' AND o.lease_expires_at <= 5 ORDER BY o.lease_expires_at, o.id LIMIT 10`, "operations_running_lease", nil},
+		{"ListByScope", `SELECT o.id FROM operations o JOIN scopes s ON s.id = o.scope_id WHERE o.scope_id = 3 AND (o.created_at, o.id) < (5, 6) ORDER BY o.created_at DESC, o.id DESC LIMIT 10`, "operations_scope_created", nil},
+		{"ListByState", `SELECT id FROM operations WHERE state = 'held' ORDER BY created_at DESC, id DESC LIMIT 50`, "operations_state_created", nil},
+		// The claim leases its batch by row ID, never by scanning the
+		// scheduled rows of the state index.
+		{"ClaimByRowID", db.ClaimUpdate, "INTEGER PRIMARY KEY", []any{1, 2, "[1,2]"}},
+		// Finding by ID prefix reads a range of the unique ID index (design
+		// §14: no scan).
+		{"FindByIDPrefix", db.FindOperationsQuery, "sqlite_autoindex_operations_1 (operation_id>? AND operation_id<?)", []any{"sync-", "sync-\U0010FFFF", 20}},
+		// The reason filter reads operations_reason_created, in order (the
+		// filters' results are in storetest's ListOperationsFilters).
+		{"Reason", `SELECT o.id FROM operations o JOIN scopes s ON s.id = o.scope_id
+			WHERE coalesce(o.hold_reason, o.failure_reason) = 'permanent' AND (o.created_at, o.id) < (5, 6)
+			ORDER BY o.created_at DESC, o.id DESC LIMIT 10`, "operations_reason_created", nil},
+		// The enqueue's look-up of another operation sending the same
+		// request identity.
+		{"RequestIdentity", `SELECT operation_id FROM operations
+			WHERE scope_id = ? AND request_identity = ? AND operation_id <> ?
+			  AND (updated_at > ? OR state NOT IN ('succeeded', 'failed', 'canceled')) LIMIT 1`, "operations_identity", []any{1, "x", "y", 0}},
+		// The support page's lists read only the rows they show, in order.
+		{"Attention", attention + newest, "operations_attention", nil},
+		{"AttentionPage", attention + ` AND (o.created_at, o.id) < (5, 6)` + newest, "operations_attention", nil},
+		{"AttentionScope", attention + ` AND o.scope_id = 3` + newest, "operations_attention_scope", nil},
+		{"AttentionReason", attention + ` AND coalesce(o.hold_reason, o.failure_reason) = 'permanent'` + newest, "operations_reason_created", nil},
+		{"CountAttentionScope", `SELECT COUNT(*) FROM operations o WHERE coalesce(o.hold_reason, o.failure_reason) IS NOT NULL AND o.scope_id = 3`, "operations_attention_scope", nil},
+		// Expiry finds the overdue and the earliest deadline by index.
+		{"Overdue", db.OverdueOperations, "operations_waiting_deadline", []any{5, 10}},
+		{"EarliestDeadline", db.EarliestWaitingDeadline, "operations_waiting_deadline", []any{5, 10}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := queryPlan(t, raw, tc.query, tc.args...)
+			if !strings.Contains(got, tc.index) || strings.Contains(got, "TEMP B-TREE") {
+				t.Fatalf("plan %q, want index %s and no sort", got, tc.index)
+			}
+		})
+	}
+}
+
+func TestPruneQueryPlans(t *testing.T) {
+	// Every statement of a batch reaches its rows through an index: none
+	// walks the finished (or any other) rows of the table.
+	_, path := newTestDB(t)
+	raw := rawDB(t, path)
+	for _, tc := range []struct{ name, query, want string }{
+		{"Select", `SELECT id FROM operations INDEXED BY operations_finished WHERE state IN ('succeeded', 'canceled') AND updated_at < 5 ORDER BY updated_at, id LIMIT 500`, "operations_finished"},
+		{"Attempts", `DELETE FROM attempts WHERE operation_id IN (SELECT value FROM json_each('[1,2]'))`, "SEARCH attempts USING PRIMARY KEY"},
+		{"Audit", `DELETE FROM audit WHERE operation_id IN (SELECT value FROM json_each('[1,2]'))`, "SEARCH audit USING COVERING INDEX audit_operation"},
+		{"Operations", `DELETE FROM operations WHERE id IN (SELECT value FROM json_each('[1,2]')) AND +state IN ('succeeded', 'canceled')`, "SEARCH operations USING INTEGER PRIMARY KEY"},
+		{"Changes", `DELETE FROM changes WHERE seq <= 5`, "SEARCH changes USING INTEGER PRIMARY KEY"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := queryPlan(t, raw, tc.query)
+			if !strings.Contains(got, tc.want) || strings.Contains(got, "TEMP B-TREE") || strings.Contains(got, "SCAN operations") || strings.Contains(got, "SCAN attempts") {
+				t.Fatalf("plan %q, want %q, no scan of a table and no sort", got, tc.want)
+			}
+		})
+	}
+}
