@@ -424,6 +424,19 @@ func TestCLIEnqueueAndOps(t *testing.T) {
 		if out := e.pacer("", "ops", "release", "reject-1", "--reason", "payload fixed", "--at", "2026-09-11T05:00:00Z").ok(t); !strings.Contains(out, "scheduled") || !strings.Contains(out, "2026-09-11T05:00:00Z") {
 			t.Fatalf("release --at: %s", out)
 		}
+		// A release not sent yet is changed by releasing again, and undone
+		// (design §14).
+		if out := e.pacer("", "ops", "release", "reject-1", "--reason", "the window moved", "--at", "2026-09-11T06:00:00Z").ok(t); !strings.Contains(out, "2026-09-11T06:00:00Z") {
+			t.Fatalf("change the release: %s", out)
+		}
+		if out := e.pacer("", "ops", "unrelease", "reject-1", "--reason", "not after all").ok(t); !strings.Contains(out, "failed") {
+			t.Fatalf("unrelease: %s", out)
+		}
+		e.pacer("", "ops", "unrelease", "reject-1", "--reason", "again").fails(t, exitNotFoundOrConflict, "only a release not sent yet can be undone")
+		e.pacer("", "ops", "unrelease", "reject-1").fails(t, exitUsage, "--reason is required")
+		if out := e.pacer("", "ops", "release", "reject-1", "--reason", "payload fixed", "--at", "2026-09-11T05:00:00Z").ok(t); !strings.Contains(out, "scheduled") {
+			t.Fatalf("release again: %s", out)
+		}
 		var canceled httpapi.Operation
 		if err := json.Unmarshal([]byte(e.pacer("", "ops", "cancel", "reject-1", "--reason", "no longer needed", "--json").ok(t)), &canceled); err != nil || canceled.State != "canceled" {
 			t.Fatalf("cancel --json: %v %+v", err, canceled)

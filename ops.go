@@ -58,6 +58,8 @@ func opsCommand() *cli.Command {
 				reasonFlag()),
 			actionCommand("cancel", "cancel an operation that is not running or finished", "OPERATION_ID", runOpsCancel,
 				reasonFlag()),
+			actionCommand("unrelease", "undo a release that has not been sent yet (change one with release --at)", "OPERATION_ID", runOpsUnrelease,
+				reasonFlag()),
 		},
 	}
 }
@@ -277,6 +279,16 @@ func runOpsCancel(c *cli.Context) error {
 		return err
 	}
 	return opsAction(c, id, "cancel", httpapi.CancelRequest{Reason: reason})
+}
+
+// runOpsUnrelease undoes a release not sent yet: the operation goes back
+// to what it was released from.
+func runOpsUnrelease(c *cli.Context) error {
+	id, reason, err := operandAndReason(c, "operation ID")
+	if err != nil {
+		return err
+	}
+	return opsAction(c, id, "unrelease", httpapi.UnreleaseRequest{Reason: reason})
 }
 
 // opsAction posts a manual action and prints the operation it left.

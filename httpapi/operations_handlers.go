@@ -254,21 +254,9 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 // handleUnrelease answers POST /v1/operations/{operationId}/unrelease: a
 // release not sent yet is undone (design §14).
 func (s *Server) handleUnrelease(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.operationParam(w, r)
-	if !ok {
-		return
-	}
-	var body UnreleaseRequest
-	if err := decodeJSON(w, r, s.maxBody, &body, true); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	op, err := s.svc.Unrelease(r.Context(), id, body.Reason, actorFrom(r.Context()))
-	if err != nil {
-		s.fail(w, r, actionError(err, id))
-		return
-	}
-	s.writeJSON(w, r, http.StatusOK, newOperation(op))
+	operationAction(s, w, r, func(id string, body UnreleaseRequest) (scheduler.Operation, error) {
+		return s.svc.Unrelease(r.Context(), id, body.Reason, actorFrom(r.Context()))
+	})
 }
 
 // operationParam returns the operation ID named in the path, or answers
