@@ -250,3 +250,33 @@ func TestUI_ViewerLooksAndDoesNotAct(t *testing.T) {
 		t.Fatalf("viewer sign-out: status %d", p.Status)
 	}
 }
+
+// The operation page shows what was sent (design §14): a JSON request body
+// pretty-printed, escaped, and other text cut at the first KiB.
+func TestUI_OperationShowsRequestBody(t *testing.T) {
+	t.Parallel()
+	b := setupUI(t, uiOpts{})
+	b.scope("acct")
+	ctx := context.Background()
+	for id, body := range map[string]struct {
+		data []byte
+		typ  string
+	}{
+		"json-1": {[]byte(`{"amount":4200,"customer":"cus_9","title":"<script>x</script>"}`), "application/json"},
+		"text-1": {[]byte(strings.Repeat("a", 1500) + "tail-marker-7c"), "text/plain"},
+	} {
+		if _, err := b.svc.Enqueue(ctx, []scheduler.OperationInput{{ID: id, Scope: "acct", Method: "POST", Path: "/charges", Body: body.data, ContentType: body.typ}}, func(int) string { return "" }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := b.get("/ui/operations/json-1")
+	wantIn(t, p, http.StatusOK, `class="request-body answer-json"`, `&#34;amount&#34;: 4200`, `&#34;customer&#34;: &#34;cus_9&#34;`, "&lt;script&gt;")
+	if strings.Contains(p.Body, "<script>x</script>") {
+		t.Fatal("the request body is not escaped")
+	}
+	p = b.get("/ui/operations/text-1")
+	wantIn(t, p, http.StatusOK, `class="request-body"`, "Only the first 1,024 bytes are shown here")
+	if strings.Contains(p.Body, "tail-marker-7c") {
+		t.Fatal("the page shows more than the first KiB of a text body")
+	}
+}

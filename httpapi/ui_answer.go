@@ -20,6 +20,12 @@ const answerPageLimit = 16 << 10
 type answerView struct {
 	Status  int
 	Headers []uiHeader
+	bodyView
+}
+
+// bodyView is a body as a page shows it: pretty-printed JSON, text, or
+// only its size.
+type bodyView struct {
 	// Size is the body's stored length; Stored is true when the store
 	// already cut it (the result limit, or an attempt's copy).
 	Size   int
@@ -29,23 +35,36 @@ type answerView struct {
 	Format      string
 	Text        string
 	ContentType string
-	// Cut is true when Text is only the first answerPageLimit bytes.
-	Cut bool
+	// Cut is true when Text is only the first Limit bytes.
+	Cut   bool
+	Limit int
 }
+
+// requestTextLimit is how much of a request body that is not JSON the
+// operation page shows (design §14: the first KiB).
+const requestTextLimit = 1 << 10
 
 // newAnswerView prepares res for a page; nil for no answer.
 func newAnswerView(res *scheduler.Result) *answerView {
 	if res == nil {
 		return nil
 	}
-	v := &answerView{Status: res.Status, Headers: displayHeaders(res.Headers, shownAnswerHeader), Size: len(res.Body), Stored: res.Truncated}
+	var contentType string
 	for k, h := range res.Headers {
 		if http.CanonicalHeaderKey(k) == "Content-Type" {
-			v.ContentType = h
+			contentType = h
 		}
 	}
-	body := res.Body
-	if res.Truncated {
+	return &answerView{Status: res.Status, Headers: displayHeaders(res.Headers, shownAnswerHeader),
+		bodyView: newBodyView(res.Body, contentType, res.Truncated, answerPageLimit)}
+}
+
+// newBodyView prepares body for a page: JSON pretty-printed up to
+// answerPageLimit bytes, other text up to textLimit bytes, anything else
+// by its size. stored says the store already cut it.
+func newBodyView(body []byte, contentType string, stored bool, textLimit int) bodyView {
+	v := bodyView{Size: len(body), Stored: stored, ContentType: contentType, Limit: answerPageLimit}
+	if stored {
 		body = trimPartialRune(body)
 	}
 	var pretty bytes.Buffer
@@ -54,12 +73,12 @@ func newAnswerView(res *scheduler.Result) *answerView {
 	case json.Valid(body) && json.Indent(&pretty, body, "", "  ") == nil:
 		v.Format, v.Text = "json", pretty.String()
 	case printableText(body):
-		v.Format, v.Text = "text", string(body)
+		v.Format, v.Text, v.Limit = "text", string(body), textLimit
 	default:
 		v.Format = "binary"
 	}
-	if len(v.Text) > answerPageLimit {
-		v.Text, v.Cut = string(trimPartialRune([]byte(v.Text[:answerPageLimit]))), true
+	if len(v.Text) > v.Limit {
+		v.Text, v.Cut = string(trimPartialRune([]byte(v.Text[:v.Limit]))), true
 	}
 	return v
 }
@@ -104,5 +123,3 @@ func shownAnswerHeader(name string) bool {
 	return !secretQueryKey.MatchString(name)
 }
 
-// Limit is how many bytes of a body the page shows.
-func (answerView) Limit() int { return answerPageLimit }

@@ -27,7 +27,8 @@ type operationView struct {
 	uiPage
 	Op       scheduler.Operation
 	Headers  []uiHeader
-	BodySize int
+	// Body is the request body as sent (design §14: what was sent).
+	Body bodyView
 	Words    string
 	// Answer is the provider's last answer to an operation that did not
 	// succeed; nil for none.
@@ -102,7 +103,7 @@ func (s *Server) uiOperationView(w http.ResponseWriter, r *http.Request, id stri
 	v := &operationView{
 		uiPage: s.uiBase(w, r, "Operation "+op.ID).live(),
 		Op:     op, Headers: displayHeaders(op.Request.Headers, shownHeader),
-		BodySize: len(op.Request.Body), Words: stateWords(op), Audit: audit, Scope: sc,
+		Body: newBodyView(op.Request.Body, op.Request.ContentType, false, requestTextLimit), Words: stateWords(op), Audit: audit, Scope: sc,
 		CanRelease: op.CanRelease(), CanCancel: op.CanCancel(), CanResolve: op.CanResolve(), CanUnrelease: op.CanUnrelease(),
 		Release: uiForm{When: "now"}, Resolve: uiForm{Outcome: ""},
 	}
