@@ -122,4 +122,3 @@ func shownAnswerHeader(name string) bool {
 	}
 	return !secretQueryKey.MatchString(name)
 }
-

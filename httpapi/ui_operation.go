@@ -25,11 +25,11 @@ type uiForm struct {
 // operationView is the page of one operation.
 type operationView struct {
 	uiPage
-	Op       scheduler.Operation
-	Headers  []uiHeader
+	Op      scheduler.Operation
+	Headers []uiHeader
 	// Body is the request body as sent (design §14: what was sent).
-	Body bodyView
-	Words    string
+	Body  bodyView
+	Words string
 	// Answer is the provider's last answer to an operation that did not
 	// succeed; nil for none.
 	Answer   *answerView
