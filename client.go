@@ -54,9 +54,6 @@ func clientFlags() []cli.Flag {
 // (clientFlags first) and usage errors that exit with exitUsage.
 func clientCommand(cmd *cli.Command) *cli.Command {
 	cmd.Flags = append(clientFlags(), cmd.Flags...)
-	cmd.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
-		return exitf(exitUsage, "%v", err)
-	}
 	return cmd
 }
 
@@ -274,7 +271,7 @@ func operands(c *cli.Context) ([]string, error) {
 		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		f := findFlag(c.Command, name)
 		if f == nil {
-			return nil, exitf(exitUsage, "flag provided but not defined: -%s (see pacer %s --help)", name, c.Command.FullName())
+			return nil, exitf(exitUsage, "flag provided but not defined: -%s (see pacer %s --help)", name, commandPath(c))
 		}
 		if _, isBool := f.(*cli.BoolFlag); isBool {
 			if !hasValue {
@@ -313,7 +310,7 @@ func oneOperand(c *cli.Context, what string) (string, error) {
 		return "", err
 	}
 	if len(args) != 1 || args[0] == "" {
-		return "", exitf(exitUsage, "give one %s: pacer %s [flags] %s", what, c.Command.FullName(), strings.ToUpper(strings.ReplaceAll(what, " ", "_")))
+		return "", exitf(exitUsage, "give one %s: pacer %s [flags] %s", what, commandPath(c), strings.ToUpper(strings.ReplaceAll(what, " ", "_")))
 	}
 	return args[0], nil
 }
@@ -325,7 +322,7 @@ func noOperands(c *cli.Context) error {
 		return err
 	}
 	if len(args) > 0 {
-		return exitf(exitUsage, "unexpected argument %q (see pacer %s --help)", args[0], c.Command.FullName())
+		return exitf(exitUsage, "unexpected argument %q (see pacer %s --help)", args[0], commandPath(c))
 	}
 	return nil
 }
@@ -378,4 +375,16 @@ func parseTimeFlag(c *cli.Context, name string) (string, error) {
 		return "", exitf(exitUsage, "--%s %q is not an RFC 3339 time such as 2026-09-11T02:00:00Z", name, v)
 	}
 	return t.UTC().Format(time.RFC3339Nano), nil
+}
+
+// commandPath is the words that name c's command after "pacer": "ops
+// show", "users add".
+func commandPath(c *cli.Context) string {
+	var words []string
+	for _, l := range c.Lineage() {
+		if l.Command != nil && l.Command.Name != "" && l.Command.Name != c.App.Name { // the app's own root command
+			words = append([]string{l.Command.Name}, words...)
+		}
+	}
+	return strings.Join(words, " ")
 }

@@ -604,3 +604,22 @@ func TestCLIFollow(t *testing.T) {
 		follow("1").fails(t, exitError, "the changes after 1 were pruned by retention")
 	})
 }
+
+// One convention for every usage error (issue 14): one line naming the
+// command as typed, exit 2; an unknown command is one too (not 3, which
+// means "no such operation"); flags may follow the operand everywhere.
+func TestCLIUsageErrorsAreOneLine(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	runPacer(ctx, nil, "", "bogus").fails(t, exitUsage, `unknown command "bogus"`)
+	runPacer(ctx, nil, "", "serve", "--retention", "5", "--db", filepath.Join(t.TempDir(), "x.db")).fails(t, exitUsage, "see pacer serve --help")
+	runPacer(ctx, nil, "", "ops", "show").fails(t, exitUsage, "pacer ops show [flags] OPERATION_ID")
+	runPacer(ctx, nil, "", "ops", "list", "--bogus").fails(t, exitUsage, "see pacer ops list --help")
+	runPacer(ctx, nil, "", "scopes", "pause").fails(t, exitUsage, "pacer scopes pause [flags] SCOPE")
+	// users add NAME --db PATH: the flag after the operand is read (the
+	// database does not exist, so that is what it says).
+	missing := filepath.Join(t.TempDir(), "none.db")
+	if r := runPacer(ctx, nil, "a long staff password\n", "users", "add", "alice", "--db", missing); r.code == 0 || !strings.Contains(r.msg, missing) {
+		t.Fatalf("users add alice --db PATH: exit %d %q, want the --db path read", r.code, r.msg)
+	}
+}

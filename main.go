@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -67,5 +68,31 @@ func newApp() *cli.App {
 		},
 	}
 	withEnvVars(app.Commands)
+	oneLineUsageErrors(app.Commands)
+	app.OnUsageError = usageError
+	// A word that names no command is a usage error of its own (urfave's
+	// default prints "No help topic" and exits 3, the code for "no such
+	// operation").
+	app.Action = func(c *cli.Context) error {
+		if c.Args().Present() {
+			return exitf(exitUsage, "unknown command %q: see pacer --help", c.Args().First())
+		}
+		return cli.ShowAppHelp(c)
+	}
 	return app
+}
+
+// usageError words a flag that does not parse as one line and exit code 2,
+// for every command alike (urfave's default prints the whole help and
+// exits 1).
+func usageError(c *cli.Context, err error, _ bool) error {
+	return exitf(exitUsage, "%v (see pacer %s --help)", err, strings.TrimSpace(commandPath(c)))
+}
+
+// oneLineUsageErrors gives every command usageError.
+func oneLineUsageErrors(cmds []*cli.Command) {
+	for _, c := range cmds {
+		c.OnUsageError = usageError
+		oneLineUsageErrors(c.Subcommands)
+	}
 }

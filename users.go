@@ -103,10 +103,14 @@ func openUsersDB(c *cli.Context) (*db.DB, error) {
 
 // oneName returns the single NAME argument of a subcommand.
 func oneName(c *cli.Context) (string, error) {
-	if c.NArg() != 1 {
-		return "", cli.Exit(fmt.Sprintf("users %s takes one argument, the account NAME (got %d)", c.Command.Name, c.NArg()), 2)
+	args, err := operands(c) // flags may follow the name, as for every command
+	if err != nil {
+		return "", err
 	}
-	return c.Args().First(), nil
+	if len(args) != 1 {
+		return "", cli.Exit(fmt.Sprintf("users %s takes one argument, the account NAME (got %d)", c.Command.Name, len(args)), 2)
+	}
+	return args[0], nil
 }
 
 func runUsersAdd(c *cli.Context) error {
