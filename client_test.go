@@ -455,6 +455,8 @@ func TestCLIEnqueueAndOps(t *testing.T) {
 		e.pacer("", "ops", "cancel", "ok-1").fails(t, exitUsage, "--reason is required")
 		e.pacer("", "ops", "resolve", "ok-1", "--outcome", "maybe", "--reason", "x").fails(t, exitUsage, "--outcome")
 		e.pacer("", "ops", "release", "ok-1", "--reason", "x", "--at", "tomorrow").fails(t, exitUsage, "--at")
+		// A time in the past is refused as the page refuses it: one rule.
+		e.pacer("", "ops", "release", "ok-1", "--reason", "x", "--at", "2026-09-10T00:00:00Z").fails(t, exitUsage, "at must lie in the future")
 		e.pacer("", "ops", "show", "a", "b").fails(t, exitUsage, "give one operation ID")
 		e.pacer("", "ops", "cancel", "ok-1", "--reason").fails(t, exitUsage, "needs an argument")
 	})

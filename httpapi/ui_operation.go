@@ -152,7 +152,7 @@ func (s *Server) handleUIRelease(w http.ResponseWriter, r *http.Request) {
 	form := uiForm{Reason: r.PostForm.Get("reason"), When: r.PostForm.Get("when"), At: strings.TrimSpace(r.PostForm.Get("at"))}
 	var at *time.Time
 	if form.When == "at" {
-		t, problem := parseUTCInput(form.At, s.svc.Now())
+		t, problem := parseUTCInput(form.At)
 		if problem != "" {
 			form.Error = problem
 			s.uiOperationFormError(w, r, id, http.StatusUnprocessableEntity, problem, func(v *operationView) { v.Release = form })
@@ -303,18 +303,16 @@ func (s *Server) uiOperationParam(w http.ResponseWriter, r *http.Request) (strin
 	return id, true
 }
 
-// parseUTCInput reads a datetime-local form value as a UTC time after now.
-// problem is non-empty, and says what to fix, when the value is unusable.
-func parseUTCInput(v string, now time.Time) (t time.Time, problem string) {
+// parseUTCInput reads a datetime-local form value as a UTC time; whether
+// it lies ahead is the service's rule. problem is non-empty, and says what
+// to fix, when the value is not a time.
+func parseUTCInput(v string) (t time.Time, problem string) {
 	if v == "" {
 		return time.Time{}, "Give the time to release it at (UTC), or choose now."
 	}
 	t, ok := parseUTCTime(v)
-	switch {
-	case !ok:
+	if !ok {
 		return time.Time{}, notAUTCTime(v)
-	case !t.After(now):
-		return time.Time{}, fmt.Sprintf("The time %s UTC has passed; give a later one, or choose now.", t.UTC().Format("2006-01-02 15:04"))
 	}
 	return t, ""
 }

@@ -584,7 +584,7 @@ func TestUI_Actions(t *testing.T) {
 	t.Run("ReleaseAt", func(t *testing.T) {
 		past := b.svc.Now().Add(-time.Hour).Format("2006-01-02T15:04")
 		p := b.post("/ui/operations/rel-later/release", url.Values{"reason": {"later"}, "when": {"at"}, "at": {past}})
-		wantIn(t, p, http.StatusUnprocessableEntity, "has passed")
+		wantIn(t, p, http.StatusUnprocessableEntity, "must lie in the future")
 		p = b.post("/ui/operations/rel-later/release", url.Values{"reason": {"later"}, "when": {"at"}, "at": {"tomorrow"}})
 		wantIn(t, p, http.StatusUnprocessableEntity, "is not a time")
 		// Beyond the policy's horizon (design §11 "Times are bounded").

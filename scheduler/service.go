@@ -627,10 +627,14 @@ func (s *Service) Release(ctx context.Context, id string, at *time.Time, reason,
 	now := s.Now()
 	when := now
 	if at != nil {
-		if msg := s.policy.CheckTime(*at, now); msg != "" {
+		// One rule for the page, the CLI and the API (issue 14): a time
+		// given must lie ahead, within the horizon; none means now.
+		switch msg := s.policy.CheckTime(*at, now); {
+		case msg != "":
 			v.add("at", msg)
-		}
-		if at.After(now) {
+		case !at.After(now):
+			v.add("at", "must lie in the future; leave it out to release now")
+		default:
 			when = at.UTC()
 		}
 	}
