@@ -397,9 +397,13 @@ func TestCLIEnqueueAndOps(t *testing.T) {
 				t.Fatalf("show lacks %q:\n%s", want, out)
 			}
 		}
-		if out := e.pacer("", "ops", "attempts", "uncertain-1").ok(t); !strings.Contains(out, "unknownOutcome") || !strings.Contains(out, "502") || !strings.Contains(out, "held") {
+		if out := e.pacer("", "ops", "attempts", "uncertain-1").ok(t); !strings.Contains(out, "unknownOutcome") || !strings.Contains(out, "502") || !strings.Contains(out, "held") || !strings.Contains(out, "DETAIL") {
 			t.Fatalf("attempts:\n%s", out)
 		}
+		if out := e.pacer("", "ops", "audit", "later-1").ok(t); !strings.Contains(out, "WHO") || !strings.Contains(out, "cancel") || !strings.Contains(out, "not needed") {
+			t.Fatalf("audit:\n%s", out)
+		}
+		e.pacer("", "ops", "audit", "nope").fails(t, exitNotFoundOrConflict, `no operation "nope"`)
 		var al httpapi.AttemptList
 		if err := json.Unmarshal([]byte(e.pacer("", "ops", "attempts", "ok-1", "--json").ok(t)), &al); err != nil || len(al.Attempts) != 1 || *al.Attempts[0].Status != 200 {
 			t.Fatalf("attempts --json: %v %+v", err, al)
@@ -586,6 +590,8 @@ func TestCLIFollow(t *testing.T) {
 		e.pacer("", "follow", "--wait", "2m").fails(t, exitUsage, "--wait")
 		e.pacer("", "follow", "--after", "-1").fails(t, exitUsage, "--after")
 		e.pacer("", "follow", "--scope", "no spaces").fails(t, exitUsage, "providerScope")
+		// A scope that does not exist is said at once, not waited on.
+		e.pacer("", "follow", "--scope", "typo").fails(t, exitNotFoundOrConflict, `no scope "typo"`)
 	})
 	t.Run("ErrGap", func(t *testing.T) {
 		// A cursor ahead of the database (restored from an older backup),

@@ -68,8 +68,12 @@ func follow(c *cli.Context, clk clock.Clock) error {
 	failures := 0
 	for ctx.Err() == nil {
 		q := url.Values{"after": {strconv.FormatInt(after, 10)}, "limit": {strconv.Itoa(limit)}, "wait": {wait.String()}}
-		if s := c.String("scope"); s != "" {
-			q.Set("providerScope", s)
+		scope := c.String("scope")
+		if scope != "" {
+			q.Set("providerScope", scope)
+			if !answered {
+				q.Set("wait", "0s") // answers at once, so a scope that does not exist is said at once
+			}
 		}
 		reqCtx, cancel := context.WithTimeout(ctx, wait+requestTimeout)
 		var page httpapi.ChangeList
@@ -92,6 +96,14 @@ func follow(c *cli.Context, clk clock.Clock) error {
 			case <-clk.After(pause):
 			}
 			continue
+		}
+		if !answered && scope != "" && len(page.Changes) == 0 {
+			// A scope that does not exist has no changes to wait for: say
+			// so rather than wait forever (issue 14).
+			var sc httpapi.Scope
+			if _, err := cl.call(ctx, http.MethodGet, "/v1/scopes/"+escapeID(scope), nil, nil, &sc); err != nil {
+				return err
+			}
 		}
 		answered, failures = true, 0
 		for _, ch := range page.Changes {

@@ -50,6 +50,12 @@ func opsCommand() *cli.Command {
 				ArgsUsage: "OPERATION_ID",
 				Action:    runOpsAttempts,
 			}),
+			clientCommand(&cli.Command{
+				Name:      "audit",
+				Usage:     "show who acted on an operation, when and why",
+				ArgsUsage: "OPERATION_ID",
+				Action:    runOpsAudit,
+			}),
 			actionCommand("release", "run a held or failed operation again, with a fresh retry budget", "OPERATION_ID", runOpsRelease,
 				reasonFlag(),
 				&cli.StringFlag{Name: "at", Usage: "RFC 3339 time to run it (default: now)"}),
@@ -207,6 +213,29 @@ func runOpsAttempts(c *cli.Context) error {
 	})
 }
 
+func runOpsAudit(c *cli.Context) error {
+	id, err := oneOperand(c, "operation ID")
+	if err != nil {
+		return err
+	}
+	return request(c, http.MethodGet, "/v1/operations/"+escapeID(id)+"/audit", nil, func(w io.Writer, list httpapi.AuditList) error {
+		if len(list.Audit) == 0 {
+			_, err := fmt.Fprintf(w, "no one has acted on %s yet\n", id)
+			return err
+		}
+		tw := newTable(w)
+		fmt.Fprintln(tw, "WHEN\tWHO\tACTION\tREASON\tCHANGE")
+		for _, e := range list.Audit {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", showTime(e.At), e.Actor, e.Action, oneLine(e.Reason), oneLine(e.Detail))
+		}
+		return tw.Flush()
+	})
+}
+
+// maxDetailColumn bounds the detail an attempts table shows per row; ops
+// attempts --json has it whole.
+const maxDetailColumn = 160
+
 // printAttempts prints operation id's attempts as table rows.
 func printAttempts(w io.Writer, id string, list httpapi.AttemptList) error {
 	if len(list.Attempts) == 0 {
@@ -214,7 +243,7 @@ func printAttempts(w io.Writer, id string, list httpapi.AttemptList) error {
 		return err
 	}
 	tw := newTable(w)
-	fmt.Fprintln(tw, "#\tSTARTED\tCLASS\tSTATUS\tHINT\tDURATION\tDECISION")
+	fmt.Fprintln(tw, "#\tSTARTED\tCLASS\tSTATUS\tHINT\tDURATION\tDECISION\tDETAIL")
 	for _, a := range list.Attempts {
 		hint := "-"
 		if a.Hint != nil {
@@ -237,7 +266,14 @@ func printAttempts(w io.Writer, id string, list httpapi.AttemptList) error {
 		if a.Stale {
 			decision += " (stale: discarded)"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Number, showTime(a.StartedAt), showString(a.Class), showInt(a.Status), hint, duration, decision)
+		detail := "-"
+		if a.Detail != nil && *a.Detail != "" {
+			detail = oneLine(*a.Detail)
+			if r := []rune(detail); len(r) > maxDetailColumn {
+				detail = string(r[:maxDetailColumn]) + "…"
+			}
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Number, showTime(a.StartedAt), showString(a.Class), showInt(a.Status), hint, duration, decision, detail)
 	}
 	return tw.Flush()
 }
