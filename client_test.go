@@ -459,6 +459,13 @@ func TestCLIEnqueueAndOps(t *testing.T) {
 		e.pacer("", "ops", "cancel", "ok-1").fails(t, exitUsage, "--reason is required")
 		e.pacer("", "ops", "resolve", "ok-1", "--outcome", "maybe", "--reason", "x").fails(t, exitUsage, "--outcome")
 		e.pacer("", "ops", "release", "ok-1", "--reason", "x", "--at", "tomorrow").fails(t, exitUsage, "--at")
+		// Act on many (design §14): a filter is required; what matches is
+		// acted on and counted.
+		e.pacer("", "ops", "cancel", "--all", "--reason", "x").fails(t, exitUsage, "filter")
+		e.pacer("", "ops", "release", "--all", "--state", "failed", "--at", "2026-09-12T00:00:00Z", "--reason", "x").fails(t, exitUsage, "--at does not go with --all")
+		if out := e.pacer("", "ops", "release", "--all", "--state", "held", "--scope", "acct", "--reason", "provider fixed").ok(t); !strings.Contains(out, "released") || !strings.Contains(out, "operations") {
+			t.Fatalf("release --all: %s", out)
+		}
 		// A time in the past is refused as the page refuses it: one rule.
 		e.pacer("", "ops", "release", "ok-1", "--reason", "x", "--at", "2026-09-10T00:00:00Z").fails(t, exitUsage, "at must lie in the future")
 		e.pacer("", "ops", "show", "a", "b").fails(t, exitUsage, "give one operation ID")

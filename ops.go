@@ -56,14 +56,14 @@ func opsCommand() *cli.Command {
 				ArgsUsage: "OPERATION_ID",
 				Action:    runOpsAudit,
 			}),
-			actionCommand("release", "run a held or failed operation again, with a fresh retry budget", "OPERATION_ID", runOpsRelease,
-				reasonFlag(),
-				&cli.StringFlag{Name: "at", Usage: "RFC 3339 time to run it (default: now)"}),
+			actionCommand("release", "run a held or failed operation again, with a fresh retry budget (--all: every one matching the filters)", "OPERATION_ID | --all", runOpsRelease,
+				append([]cli.Flag{reasonFlag(),
+					&cli.StringFlag{Name: "at", Usage: "RFC 3339 time to run it (default: now)"}}, bulkFlags()...)...),
 			actionCommand("resolve", "say what happened at the provider to a mutation held for unknownOutcome", "OPERATION_ID", runOpsResolve,
 				&cli.StringFlag{Name: "outcome", Usage: "succeeded (it applied), release (it did not: send it again, same identity) or failed (it did not: do not send it) (required)"},
 				reasonFlag()),
-			actionCommand("cancel", "cancel an operation that is not running or finished", "OPERATION_ID", runOpsCancel,
-				reasonFlag()),
+			actionCommand("cancel", "cancel an operation that is not running or finished (--all: every one matching the filters)", "OPERATION_ID | --all", runOpsCancel,
+				append([]cli.Flag{reasonFlag()}, bulkFlags()...)...),
 			actionCommand("unrelease", "undo a release that has not been sent yet (change one with release --at)", "OPERATION_ID", runOpsUnrelease,
 				reasonFlag()),
 		},
@@ -280,6 +280,12 @@ func printAttempts(w io.Writer, id string, list httpapi.AttemptList) error {
 
 // runOpsRelease releases a held or failed operation.
 func runOpsRelease(c *cli.Context) error {
+	if c.Bool("all") {
+		if c.String("at") != "" {
+			return exitf(exitUsage, "--at does not go with --all: an action on many releases now")
+		}
+		return opsBulk(c, "release")
+	}
 	id, reason, err := operandAndReason(c, "operation ID")
 	if err != nil {
 		return err
@@ -308,8 +314,43 @@ func runOpsResolve(c *cli.Context) error {
 	return opsAction(c, id, "resolve", httpapi.ResolveRequest{Outcome: outcome, Reason: reason})
 }
 
+// bulkFlags select the operations of release --all and cancel --all.
+func bulkFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.BoolFlag{Name: "all", Usage: "act on every operation matching --state, --scope and --filter-reason (at least one)"},
+		&cli.StringFlag{Name: "state", Usage: "with --all: only operations in this state"},
+		&cli.StringFlag{Name: "scope", Usage: "with --all: only operations of this provider scope"},
+		&cli.StringFlag{Name: "filter-reason", Usage: "with --all: only operations held or failed for this reason"},
+	}
+}
+
+// opsBulk releases (now) or cancels every operation matching the filter
+// flags (design §14) and says how many.
+func opsBulk(c *cli.Context, action string) error {
+	if err := noOperands(c); err != nil {
+		return err
+	}
+	reason, err := requireReason(c)
+	if err != nil {
+		return err
+	}
+	body := httpapi.BulkRequest{Action: action, Reason: reason,
+		Filter: httpapi.BulkFilter{State: c.String("state"), ProviderScope: c.String("scope"), Reason: c.String("filter-reason")}}
+	return request(c, http.MethodPost, "/v1/operations/bulk", body, func(w io.Writer, res httpapi.BulkResponse) error {
+		done := map[string]string{"release": "released", "cancel": "canceled"}[action]
+		_, err := fmt.Fprintf(w, "%s %d operations; %d matched but could not be %s\n", done, res.Changed, res.Skipped, done)
+		if err == nil && res.More {
+			_, err = fmt.Fprintln(w, "more may match: run it again")
+		}
+		return err
+	})
+}
+
 // runOpsCancel cancels an operation.
 func runOpsCancel(c *cli.Context) error {
+	if c.Bool("all") {
+		return opsBulk(c, "cancel")
+	}
 	id, reason, err := operandAndReason(c, "operation ID")
 	if err != nil {
 		return err

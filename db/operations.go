@@ -753,6 +753,40 @@ func (db *DB) CancelOperation(ctx context.Context, id string, act scheduler.Acti
 	return r.Operation, nil
 }
 
+// ActOnOperations releases (at `at`) or cancels the operations ids in one
+// transaction, each audited as ReleaseOperation and CancelOperation audit
+// it, skipping those whose state does not allow it or that do not exist
+// (see scheduler.Store).
+func (db *DB) ActOnOperations(ctx context.Context, a scheduler.ManualAction, ids []string, at time.Time, act scheduler.Action) (int, error) {
+	if a != scheduler.ActRelease && a != scheduler.ActCancel {
+		return 0, fmt.Errorf("act on operations: %s is not an action on many", a)
+	}
+	tx, err := db.beginWrite(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("%s operations: %w", a, err)
+	}
+	defer tx.Rollback()
+	changed := 0
+	for _, id := range ids {
+		if a == scheduler.ActRelease {
+			_, err = releaseOperation(ctx, tx, id, at, act, a)
+		} else {
+			_, err = cancelOperation(ctx, tx, id, act)
+		}
+		switch {
+		case err == nil:
+			changed++
+		case errors.Is(err, scheduler.ErrInvalidTransition), errors.Is(err, scheduler.ErrNotFound):
+		default:
+			return 0, fmt.Errorf("%s %s: %w", a, id, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("%s operations: %w", a, err)
+	}
+	return changed, nil
+}
+
 func cancelOperation(ctx context.Context, tx *sql.Tx, id string, act scheduler.Action) (opRow, error) {
 	r, err := findOperation(ctx, tx, id)
 	if err != nil {

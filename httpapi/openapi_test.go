@@ -318,6 +318,8 @@ func TestOpenAPI(t *testing.T) {
 		post("/v1/operations/uncertain-1/resolve", `{"outcome":"succeeded","reason":"again"}`, 409),
 		post("/v1/operations/uncertain-1/resolve", `{"outcome":"maybe","reason":"x"}`, 422),
 		post("/v1/operations/missing/resolve", `{"outcome":"failed","reason":"x"}`, 404),
+		post("/v1/operations/bulk", `{"action":"cancel","filter":{},"reason":"x"}`, 422),
+		post("/v1/operations/bulk", `{"action":"release","filter":{"state":"failed","providerScope":"nope"},"reason":"provider fixed"}`, 200),
 		post("/v1/operations/ok-1/cancel", `{"reason":"too late"}`, 409),
 		post("/v1/operations/missing/cancel", `{"reason":"x"}`, 404),
 		exchange{method: "POST", path: "/v1/operations/ok-1/cancel", body: `{"reason":`, status: 400},

@@ -290,3 +290,23 @@ func operationNotFound(err error, id string) error {
 
 // operationPath is the escaped path of an operation's resource.
 func operationPath(id string) string { return "/v1/operations/" + url.PathEscape(id) }
+
+// handleBulk answers POST /v1/operations/bulk: every operation matching a
+// filter is released now or canceled, in bounded transactions, each
+// audited (design §14).
+func (s *Server) handleBulk(w http.ResponseWriter, r *http.Request) {
+	var body BulkRequest
+	if err := decodeJSON(w, r, s.maxBody, &body, true); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	res, err := s.svc.Bulk(r.Context(), scheduler.BulkInput{
+		Action: scheduler.ManualAction(body.Action), Reason: body.Reason,
+		Filter: scheduler.OperationFilter{State: scheduler.State(body.Filter.State), Scope: body.Filter.ProviderScope, Reason: body.Filter.Reason},
+	}, actorFrom(r.Context()))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, http.StatusOK, BulkResponse{Changed: res.Changed, Skipped: res.Skipped, More: res.More})
+}

@@ -280,3 +280,33 @@ func TestUI_OperationShowsRequestBody(t *testing.T) {
 		t.Fatal("the page shows more than the first KiB of a text body")
 	}
 }
+
+// The list acts on everything matching its filters (design §14), after a
+// confirmation that shows the count, and says what it did.
+func TestUI_BulkActionWithConfirmation(t *testing.T) {
+	t.Parallel()
+	b := setupUI(t, uiOpts{})
+	b.scope("acct")
+	b.enqueue("acct", "h-1", "h-2", "h-3")
+	b.holdUnknown()
+	wantIn(t, b.get("/ui/?scope=acct&state=held"), http.StatusOK, "Act on all 3 matching", `name="confirm" value="3"`)
+	if p := b.get("/ui/"); strings.Contains(p.Body, `id="bulk"`) {
+		t.Error("the unfiltered list offers an action on everything")
+	}
+	form := url.Values{"scope": {"acct"}, "state": {"held"}, "action": {"release"}, "reason": {"provider confirmed nothing was applied"}}
+	p := b.post("/ui/operations/bulk", form)
+	wantIn(t, b.follow(p), http.StatusOK, "Nothing was changed: tick the confirmation")
+	if op := b.op("h-1"); op.State != scheduler.StateHeld {
+		t.Fatalf("h-1 %s without a confirmation", op.State)
+	}
+	form.Set("confirm", "3")
+	p = b.post("/ui/operations/bulk", form)
+	wantIn(t, b.follow(p), http.StatusOK, "Released 3 operations.")
+	for _, id := range []string{"h-1", "h-2", "h-3"} {
+		if op := b.op(id); op.State != scheduler.StateScheduled {
+			t.Fatalf("%s %s after the bulk release", id, op.State)
+		}
+	}
+	form.Set("reason", " ")
+	wantIn(t, b.follow(b.post("/ui/operations/bulk", form)), http.StatusOK, "Reason is required")
+}

@@ -248,6 +248,33 @@ type CancelRequest struct {
 	Reason string `json:"reason"`
 }
 
+// BulkRequest is the body of POST /v1/operations/bulk: release or cancel
+// every operation matching the filter (design §14).
+type BulkRequest struct {
+	// Action is "release" (now) or "cancel".
+	Action string     `json:"action"`
+	Filter BulkFilter `json:"filter"`
+	// Reason says why, for the audit trail of each. Required.
+	Reason string `json:"reason"`
+}
+
+// BulkFilter selects the operations of a bulk action; at least one field.
+type BulkFilter struct {
+	State         string `json:"state,omitempty"`
+	ProviderScope string `json:"providerScope,omitempty"`
+	Reason        string `json:"reason,omitempty"`
+}
+
+// BulkResponse says what a bulk action did.
+type BulkResponse struct {
+	// Changed counts the operations released or canceled; Skipped those
+	// that matched but whose state did not allow it.
+	Changed int `json:"changed"`
+	Skipped int `json:"skipped"`
+	// More is true when the call stopped at its bound: call again.
+	More bool `json:"more"`
+}
+
 // UnreleaseRequest is the body of POST /v1/operations/{operationId}/unrelease.
 type UnreleaseRequest struct {
 	// Reason says why, for the audit trail. Required.

@@ -160,6 +160,7 @@ func (s *Server) routes() *chi.Mux {
 
 		r.Post("/operations", s.handleEnqueue)
 		r.Post("/operations/batch", s.handleEnqueueBatch)
+		r.Post("/operations/bulk", s.handleBulk)
 		r.Get("/operations", s.handleListOperations)
 		r.Get("/operations/{operationId}", s.handleGetOperation)
 		r.Get("/operations/{operationId}/attempts", s.handleListAttempts)
@@ -190,6 +191,7 @@ func (s *Server) routes() *chi.Mux {
 			r.Post("/operations/{operationId}/resolve", s.handleUIResolve)
 			r.Post("/operations/{operationId}/cancel", s.handleUICancel)
 			r.Post("/operations/{operationId}/unrelease", s.handleUIUnrelease)
+			r.Post("/operations/bulk", s.handleUIBulk)
 			r.Get("/scopes/{providerScope}", s.handleUIScope)
 			r.Post("/scopes/{providerScope}/resume", s.handleUIResume)
 			r.Post("/scopes/{providerScope}/pause", s.handleUIPause)

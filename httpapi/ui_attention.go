@@ -210,3 +210,47 @@ func stateOptions(selected string) []uiOption {
 	}
 	return out
 }
+
+// handleUIBulk answers POST /ui/operations/bulk: every operation matching
+// the list's filters is released now or canceled (design §14), once the
+// form confirms the count it showed; then the list again, saying what was
+// done.
+func (s *Server) handleUIBulk(w http.ResponseWriter, r *http.Request) {
+	if !s.uiParseForm(w, r) {
+		return
+	}
+	f := r.PostForm
+	scope, state, reason := strings.TrimSpace(f.Get("scope")), f.Get("state"), f.Get("filterReason")
+	back := attentionURL(scope, state, reason, "")
+	filter := scheduler.OperationFilter{Scope: scope, Reason: reason}
+	if state != stateAny {
+		filter.State = scheduler.State(state)
+	}
+	if f.Get("confirm") == "" {
+		s.uiRedirect(w, r, back, flashError, "Nothing was changed: tick the confirmation with the number of operations to act on.")
+		return
+	}
+	res, err := s.svc.Bulk(r.Context(), scheduler.BulkInput{Action: scheduler.ManualAction(f.Get("action")), Filter: filter, Reason: f.Get("reason")}, actorFrom(r.Context()))
+	if err != nil {
+		if _, msg, ok := uiActionProblem(err); ok {
+			s.uiRedirect(w, r, back, flashError, msg)
+			return
+		}
+		s.uiInternalError(w, r, err)
+		return
+	}
+	done := map[string]string{"release": "released", "cancel": "canceled"}[f.Get("action")]
+	msg := fmt.Sprintf("%s %s.", capitalize(done), countWord(res.Changed, "operation", "operations"))
+	if res.Skipped > 0 {
+		msg += fmt.Sprintf(" %s matched but could not be %s (their state did not allow it), and were left as they are.", countWord(res.Skipped, "operation", "operations"), done)
+	}
+	if res.More {
+		msg += " More may match: act again."
+	}
+	s.uiRedirect(w, r, back, flashOK, msg)
+}
+
+// countWord is n with its noun, "1 operation", "1,234 operations".
+func countWord(n int, one, many string) string {
+	return groupThousands(n) + " " + pluralWord(n, one, many)
+}

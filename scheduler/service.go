@@ -719,6 +719,88 @@ func (s *Service) Resolve(ctx context.Context, id string, res Resolution, reason
 	return s.store.ResolveOperation(ctx, id, res == ResolvedApplied, act)
 }
 
+// Bounds of an action on many operations (design §14): each transaction
+// takes BulkBatch of them, and one call at most BulkMax.
+const (
+	BulkBatch = 100
+	BulkMax   = 10000
+)
+
+// BulkInput is an action on every operation matching a filter.
+type BulkInput struct {
+	// Action is ActRelease (now) or ActCancel.
+	Action ManualAction
+	// Filter selects the operations; at least one of State, Scope and
+	// Reason must be set, so that no call acts on everything by mistake.
+	Filter OperationFilter
+	Reason string
+}
+
+// BulkResult says what an action on many did.
+type BulkResult struct {
+	// Changed counts the operations released or canceled; Skipped those
+	// that matched but whose state did not allow it (a release of a
+	// scheduled one) or changed meanwhile.
+	Changed, Skipped int
+	// More is true when BulkMax operations were looked at and more may
+	// match: call again.
+	More bool
+}
+
+// Bulk releases or cancels every operation matching in.Filter (design
+// §14), BulkBatch per transaction, each audited as the single action, at
+// most BulkMax in one call.
+func (s *Service) Bulk(ctx context.Context, in BulkInput, actor string) (BulkResult, error) {
+	v := &ValidationError{}
+	checkReason(v, in.Reason)
+	if in.Action != ActRelease && in.Action != ActCancel {
+		v.add("action", `must be "release" or "cancel"`)
+	}
+	f := in.Filter
+	if f.State == "" && f.Scope == "" && f.Reason == "" {
+		v.add("filter", "must name a state, a providerScope or a reason: an action on many never takes everything by default")
+	}
+	if f.State != "" && !f.State.Valid() {
+		v.add("filter.state", "must be one of scheduled, waitingForBudget, running, held, succeeded, failed, canceled")
+	}
+	if err := v.err(); err != nil {
+		return BulkResult{}, err
+	}
+	now := s.Now()
+	act := Action{Actor: actor, At: now, Reason: in.Reason}
+	f.Limit, f.Cursor = BulkBatch, ""
+	var res BulkResult
+	seen := 0
+	for seen < BulkMax {
+		page, err := s.store.ListOperations(ctx, f)
+		if err != nil {
+			return res, err
+		}
+		ids := make([]string, len(page.Operations))
+		for i, op := range page.Operations {
+			ids[i] = op.ID
+		}
+		if len(ids) > 0 {
+			n, err := s.store.ActOnOperations(ctx, in.Action, ids, CeilMillisecond(now), act)
+			if err != nil {
+				return res, err
+			}
+			res.Changed += n
+			res.Skipped += len(ids) - n
+			seen += len(ids)
+		}
+		if page.Next == "" {
+			break
+		}
+		f.Cursor = page.Next
+	}
+	res.More = seen >= BulkMax
+	if res.Changed > 0 {
+		s.wake()
+	}
+	return res, nil
+}
+
 // Unrelease undoes a release that has not been sent yet (design §14): the
 // operation goes back to what it was released from.
 func (s *Service) Unrelease(ctx context.Context, id, reason, actor string) (Operation, error) {

@@ -100,6 +100,11 @@ type Store interface {
 	// release are one transaction. A *TransitionError (ActResolve)
 	// otherwise.
 	ReleaseUnapplied(ctx context.Context, id string, at time.Time, act Action) (Operation, error)
+	// ActOnOperations applies a (ActRelease at `at`, or ActCancel) to each
+	// of the operations ids in one transaction, each audited as the single
+	// action is; an operation whose state no longer allows it, or that no
+	// longer exists, is skipped. It returns how many it changed.
+	ActOnOperations(ctx context.Context, a ManualAction, ids []string, at time.Time, act Action) (int, error)
 	// UnreleaseOperation undoes a release not sent yet (Operation.
 	// CanUnrelease): the operation goes back to the state and reason it
 	// was released from, and act ("unrelease") is recorded. The claim

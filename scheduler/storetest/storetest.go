@@ -55,6 +55,7 @@ var suite = []struct {
 	{"SpentDefaultBudgetHoldsOnlyItsRequests", testSpentDefaultBudgetHoldsOnlyItsRequests},
 	{"ManualActions", testManualActions},
 	{"ChangeOrUndoRelease", testChangeOrUndoRelease},
+	{"ActOnOperations", testActOnOperations},
 	{"ReleaseHeldInScope", testReleaseHeldInScope},
 	{"ChangesFeed", testChangesFeed},
 	{"ListChanges", testListChanges},

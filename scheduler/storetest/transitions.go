@@ -623,3 +623,35 @@ func testChangeOrUndoRelease(t *testing.T, open Opener) {
 		t.Fatalf("undo unknown = %v", err)
 	}
 }
+
+// ActOnOperations releases or cancels a list of operations in one
+// transaction, each audited, skipping those the action does not fit and
+// IDs that do not exist.
+func testActOnOperations(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	PutScope(t, d, "a", ScopeOpts{MaxConcurrent: 5})
+	Enqueue(t, d, T0, NewOp("h-1", "a", T0), NewOp("h-2", "a", T0), NewOp("s-1", "a", T0.Add(time.Hour)))
+	for _, c := range Claim(t, d, T0, 2) {
+		heldOp(t, d, c)
+	}
+	act := scheduler.Action{Actor: "carol", At: T0.Add(time.Minute), Reason: "provider fixed"}
+	n, err := d.ActOnOperations(ctx, scheduler.ActRelease, []string{"h-1", "h-2", "s-1", "nope"}, T0.Add(time.Minute), act)
+	if err != nil || n != 2 {
+		t.Fatalf("release: %d, %v; want 2 (s-1 is scheduled, nope does not exist)", n, err)
+	}
+	for _, id := range []string{"h-1", "h-2"} {
+		if op := GetOp(t, d, id); op.State != scheduler.StateScheduled {
+			t.Fatalf("%s %s after the release", id, op.State)
+		}
+		if e, _ := d.ListAudit(ctx, id); len(e) != 1 || e[0].Action != "release" || e[0].Reason != "provider fixed" {
+			t.Fatalf("audit of %s: %+v", id, e)
+		}
+	}
+	if n, err = d.ActOnOperations(ctx, scheduler.ActCancel, []string{"h-1", "h-2", "s-1"}, T0, act); err != nil || n != 3 {
+		t.Fatalf("cancel: %d, %v; want 3", n, err)
+	}
+	if _, err := d.ActOnOperations(ctx, scheduler.ActResolve, []string{"h-1"}, T0, act); err == nil {
+		t.Fatal("resolve on many was taken")
+	}
+}
