@@ -84,3 +84,40 @@ func TestBulkActsOnWhatMatches(t *testing.T) {
 	}
 	h.wantState("b-1", scheduler.StateFailed)
 }
+
+// Messages name the problem there is (issue 14): a reason too long is not
+// "required", an operation ID that does not fit the rule is not missing.
+func TestMessagesNameTheRightProblem(t *testing.T) {
+	ctx := context.Background()
+	h := setup(t, scheduler.EngineConfig{})
+	h.scope("acct", "https://provider.example", "", 1)
+	field := func(err error, name string) string {
+		t.Helper()
+		var ve *scheduler.ValidationError
+		if !errors.As(err, &ve) {
+			t.Fatalf("%v: not a ValidationError", err)
+		}
+		for _, f := range ve.Fields {
+			if f.Field == name {
+				return f.Message
+			}
+		}
+		t.Fatalf("%v names no %s", err, name)
+		return ""
+	}
+	_, err := h.svc.Cancel(ctx, "x", strings.Repeat("r", 5000), "carol")
+	if msg := field(err, "reason"); !strings.Contains(msg, "at most 1000") || strings.Contains(msg, "required") {
+		t.Errorf("a 5,000-character reason: %q", msg)
+	}
+	_, err = h.svc.Enqueue(ctx, []scheduler.OperationInput{{ID: "bad id!", Scope: "bad scope!", Method: "GET", Path: "/x"}}, func(int) string { return "" })
+	if msg := field(err, "operationId"); strings.Contains(msg, "required") || !strings.HasPrefix(msg, "must be") {
+		t.Errorf("an invalid operationId: %q", msg)
+	}
+	if msg := field(err, "providerScope"); strings.Contains(msg, "required") {
+		t.Errorf("an invalid providerScope: %q", msg)
+	}
+	_, err = h.svc.Enqueue(ctx, []scheduler.OperationInput{{Scope: "acct", Method: "GET", Path: "/x"}}, func(int) string { return "" })
+	if msg := field(err, "operationId"); !strings.Contains(msg, "required") {
+		t.Errorf("a missing operationId: %q", msg)
+	}
+}

@@ -416,11 +416,18 @@ func forbiddenHeader(name string) bool {
 // method), the header is not kept beside it, so it is sent once.
 func (s *Service) normalize(in OperationInput, now time.Time, idem providers.Idempotency) (NewOperation, *ValidationError) {
 	v := &ValidationError{Fields: slices.Clone(in.Invalid)}
-	if !idPattern.MatchString(in.ID) {
-		v.add("operationId", "is required: 1-200 characters, letters, digits and . _ : @ / - (starting with a letter or digit)")
+	const idRule = "1-200 characters, letters, digits and . _ : @ / - (starting with a letter or digit)"
+	switch {
+	case in.ID == "":
+		v.add("operationId", "is required: "+idRule)
+	case !idPattern.MatchString(in.ID):
+		v.add("operationId", "must be "+idRule)
 	}
-	if !scopeNamePattern.MatchString(in.Scope) {
-		v.add("providerScope", "is required and must name a scope")
+	switch {
+	case in.Scope == "":
+		v.add("providerScope", "is required: the scope to send it through")
+	case !scopeNamePattern.MatchString(in.Scope):
+		v.add("providerScope", "must be a scope name: 1-128 characters, letters, digits and . _ : - (starting with a letter or digit)")
 	}
 	method := strings.ToUpper(in.Method)
 	switch method {
@@ -831,7 +838,10 @@ func requireReason(reason string) error {
 
 // checkReason records in v what is wrong with a manual action's reason.
 func checkReason(v *ValidationError, reason string) {
-	if strings.TrimSpace(reason) == "" || len(reason) > 1000 {
+	switch {
+	case strings.TrimSpace(reason) == "":
 		v.add("reason", "is required (at most 1000 characters): say why, for the audit trail")
+	case len(reason) > 1000:
+		v.add("reason", fmt.Sprintf("must be at most 1000 characters (got %d)", len(reason)))
 	}
 }
