@@ -631,6 +631,10 @@ func releaseOperation(ctx context.Context, tx *sql.Tx, id string, at time.Time, 
 	// Audited as what it is: a release, or the resolve of an operation
 	// that was not applied and is sent again (design §14).
 	detail := fmt.Sprintf("%s → scheduled at %s", r.DescribeState(), at.UTC().Format(time.RFC3339))
+	if r.CanUnrelease() {
+		back := scheduler.Operation{State: r.ReleasedFrom.State, HoldReason: r.ReleasedFrom.HoldReason, FailureReason: r.ReleasedFrom.FailureReason}
+		detail = fmt.Sprintf("release changed from %s to %s (released from %s)", r.NextAttemptAt.UTC().Format(time.RFC3339), at.UTC().Format(time.RFC3339), back.DescribeState())
+	}
 	if allowed == scheduler.ActResolve {
 		detail = "not applied, sent again: " + detail
 	}

@@ -177,7 +177,7 @@ func TestUI_PagesRefreshThemselves(t *testing.T) {
 	b.scope("acct")
 	b.enqueue("acct", "op-1")
 	for _, path := range []string{"/ui/", "/ui/operations/op-1", "/ui/scopes/acct"} {
-		wantIn(t, b.get(path), http.StatusOK, `<noscript><meta http-equiv="refresh" content="30"></noscript>`, `data-refresh="30"`, "Updated <time", "refreshes itself every 30 s")
+		wantIn(t, b.get(path), http.StatusOK, `<noscript><meta http-equiv="refresh" content="30"></noscript>`, `data-refresh="30"`, "updated <time", "refreshes itself every 30 s")
 	}
 	if p := b.get("/ui/operations/missing"); strings.Contains(p.Body, "data-refresh") {
 		t.Error("an error page reloads itself")

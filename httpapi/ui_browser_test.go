@@ -103,6 +103,9 @@ func TestUI_Browser(t *testing.T) {
 	if err := store.AddUser(ctx, db.NewUser{Name: "alice", Password: uiPassword, Cost: bcrypt.MinCost}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
+	if err := store.AddUser(ctx, db.NewUser{Name: "victor", Password: uiPassword, Cost: bcrypt.MinCost, Role: scheduler.RoleViewer}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
 	clk := clock.New()
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -146,6 +149,7 @@ func TestUI_Browser(t *testing.T) {
 		{ID: "sync-example-72", Scope: "account-example-a", Method: "POST", Path: "/repos/acme/app/issues/72/comments"},
 		{ID: "sync-example-73", Scope: "account-example-a", Method: "POST", Path: "/repos/acme/app/issues/73/comments"},
 		{ID: "sync-example-74", Scope: "account-example-a", Method: "POST", Path: "/invalid"},
+		{ID: "sync-example-75", Scope: "account-example-a", Method: "POST", Path: "/repos/acme/app/issues/75/comments"},
 		{ID: "invoice-2291", Scope: "account-example-b", Method: "POST", Path: "/v1/invoices/2291/pay"},
 		{ID: "report-5512", Scope: "account-example-c", Method: "GET", Path: "/reports/5512"},
 	}
@@ -159,7 +163,7 @@ func TestUI_Browser(t *testing.T) {
 		}
 	}
 	want := map[string]scheduler.State{
-		"sync-example-72": scheduler.StateHeld, "sync-example-73": scheduler.StateHeld, "sync-example-74": scheduler.StateFailed,
+		"sync-example-72": scheduler.StateHeld, "sync-example-73": scheduler.StateHeld, "sync-example-74": scheduler.StateFailed, "sync-example-75": scheduler.StateHeld,
 		"invoice-2291": scheduler.StateHeld, "report-5512": scheduler.StateWaitingForBudget,
 	}
 	for id, state := range want {
@@ -310,10 +314,126 @@ func TestUI_Browser(t *testing.T) {
 	html()
 	shots.take(browser, "scope", true)
 
-	// 7. The same pages on a phone.
+	// 7. Find an operation by its ID (design §14): a prefix lists the
+	// matches, an exact ID opens the operation, which shows what was sent.
+	search := func(q string) {
+		t.Helper()
+		do("search "+q, chromedp.SetValue(chromedp.ID("q"), q), chromedp.Submit(chromedp.ID("q")), chromedp.WaitReady(chromedp.CSS("h1")))
+	}
+	search("sync-example-7")
+	do("matches", chromedp.WaitVisible(chromedp.ID("search")))
+	if got := text("#search"); !strings.Contains(got, "sync-example-73") || !strings.Contains(got, "sync-example-75") {
+		t.Fatalf("search matches %q", got)
+	}
+	search("sync-example-75")
+	do("exact match", chromedp.WaitVisible(chromedp.ID("resolve")))
+	if got := text(".request-body"); !strings.Contains(got, `"body": "Synced from the CRM"`) {
+		t.Fatalf("sent body %q", got)
+	}
+
+	// 8. The other two resolutions, in the words the API and CLI use.
+	resolve := func(id, outcome, flash string) {
+		t.Helper()
+		do("resolve "+id+" "+outcome,
+			chromedp.Navigate(site.URL+"/ui/operations/"+id), chromedp.WaitVisible(chromedp.ID("resolve")),
+			chromedp.Click(chromedp.CSS(`#resolve input[value=`+outcome+`]`)),
+			chromedp.SendKeys(chromedp.ID("resolve-reason"), "Checked at GitHub"),
+			chromedp.Click(chromedp.CSS(`#resolve button[type=submit]`)),
+			chromedp.WaitVisible(chromedp.CSS(".flash-ok")))
+		if got := text(".flash-ok"); !strings.Contains(got, flash) {
+			t.Fatalf("resolve %s %s: flash %q", id, outcome, got)
+		}
+	}
+	resolve("sync-example-75", "succeeded", "marked succeeded")
+	resolve("sync-example-73", "failed", "marked failed (resolvedFailed)")
+
+	// 9. Pause a scope by hand until a time, and resume it.
+	until := time.Now().UTC().Add(2 * time.Hour).Format("2006-01-02T15:04")
+	do("pause the scope",
+		chromedp.Navigate(site.URL+"/ui/scopes/account-example-a"), chromedp.WaitVisible(chromedp.ID("pause")),
+		chromedp.SetValue(chromedp.ID("pause-until"), until),
+		chromedp.SendKeys(chromedp.ID("pause-reason"), "GitHub maintenance window"),
+		chromedp.Click(chromedp.CSS(`#pause button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(".flash-ok")), chromedp.WaitVisible(chromedp.CSS(".badge.scope-paused")))
+	do("resume the scope",
+		chromedp.SendKeys(chromedp.ID("resume-reason"), "maintenance over"),
+		chromedp.Click(chromedp.CSS(`#resume button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(".badge.scope-open")))
+	if got := text(".flash-ok"); !strings.Contains(got, "Resumed at") {
+		t.Fatalf("resume flash %q", got)
+	}
+
+	// 10. Act on many: release every failed operation of the account, once
+	// the confirmation with the count is ticked.
+	do("the failed list", chromedp.Navigate(site.URL+"/ui/?scope=account-example-a&state=failed"), chromedp.WaitVisible(chromedp.ID("bulk")))
+	if got := text("#bulk-h"); !strings.Contains(got, "Act on all 2 matching") {
+		t.Fatalf("bulk heading %q", got)
+	}
+	do("bulk release",
+		chromedp.Click(chromedp.CSS(`#bulk input[value=release]`)),
+		chromedp.SendKeys(chromedp.ID("bulk-reason"), "GitHub fixed the validation"),
+		chromedp.Click(chromedp.CSS(`#bulk input[name=confirm]`)),
+		chromedp.Click(chromedp.CSS(`#bulk button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(".flash-ok")))
+	if got := text(".flash-ok"); !strings.Contains(got, "Released 2 operations.") {
+		t.Fatalf("bulk flash %q", got)
+	}
+	waitState(t, svc, "sync-example-73", scheduler.StateSucceeded)
+	waitState(t, svc, "sync-example-74", scheduler.StateFailed)
+
+	// 11. Release at a time, change that release, then undo it.
+	releaseAt := func(at, flash string) {
+		t.Helper()
+		do("release at "+at,
+			chromedp.Navigate(site.URL+"/ui/operations/sync-example-74"), chromedp.WaitVisible(chromedp.ID("release")),
+			chromedp.Click(chromedp.CSS(`#release input[name=when][value=at]`)),
+			chromedp.SetValue(chromedp.ID("release-at"), at),
+			chromedp.SendKeys(chromedp.ID("release-reason"), "after the deploy"),
+			chromedp.Click(chromedp.CSS(`#release button[type=submit]`)),
+			chromedp.WaitVisible(chromedp.CSS(".flash-ok")))
+		if got := text(".flash-ok"); !strings.Contains(got, flash) {
+			t.Fatalf("release at %s: flash %q", at, got)
+		}
+	}
+	releaseAt(time.Now().UTC().Add(48*time.Hour).Format("2006-01-02T15:04"), "Released: it will be sent again at")
+	do("the pending release", chromedp.WaitVisible(chromedp.ID("unrelease")))
+	releaseAt(time.Now().UTC().Add(3*time.Hour).Format("2006-01-02T15:04"), "Released: it will be sent again at")
+	shots.take(browser, "operation-release-pending", true)
+	do("undo the release",
+		chromedp.SendKeys(chromedp.ID("unrelease-reason"), "the customer retries themselves"),
+		chromedp.Click(chromedp.CSS(`#unrelease button[type=submit]`)),
+		chromedp.WaitNotPresent(chromedp.ID("unrelease")))
+	if got := text(".flash-ok"); !strings.Contains(got, "Release undone") {
+		t.Fatalf("undo flash %q", got)
+	}
+
+	// 12. A viewer sees the same pages, no forms, and the server refuses
+	// what it would post anyway.
+	do("sign out", chromedp.Click(chromedp.CSS(`form[action="/ui/signout"] button`)), chromedp.WaitVisible(chromedp.ID("password")))
+	do("sign in as a viewer",
+		chromedp.SendKeys(chromedp.ID("name"), "victor"),
+		chromedp.SendKeys(chromedp.ID("password"), uiPassword),
+		chromedp.Click(chromedp.CSS(`form[action="/ui/signin"] button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(".who-name")),
+		chromedp.Navigate(site.URL+"/ui/operations/sync-example-74"), chromedp.WaitVisible(chromedp.ID("act-h")))
+	if page := html(); strings.Contains(page, `id="release"`) || strings.Contains(page, `id="cancel"`) || !strings.Contains(page, "signed in as a viewer") {
+		t.Fatalf("a viewer's operation page offers actions: release %v cancel %v viewer %v; %s", strings.Contains(page, `id="release"`), strings.Contains(page, `id="cancel"`), strings.Contains(page, "signed in as a viewer"), text(".who"))
+	}
+	// The page's security policy allows no fetch; post the form the
+	// page would have had, as a browser does.
+	do("a viewer's cancel",
+		chromedp.Evaluate[chromedp.Void](`(() => { const f = document.createElement("form"); f.method = "post"; f.action = "/ui/operations/sync-example-74/cancel";
+			const r = document.createElement("input"); r.name = "reason"; r.value = "x"; f.append(r); document.body.append(f); f.submit(); })()`),
+		chromedp.WaitVisible(chromedp.CSS("h1")))
+	if got := text("main"); !strings.Contains(got, "Viewers cannot act") {
+		t.Fatalf("a viewer's cancel answered %q, want the refusal", got)
+	}
+	waitState(t, svc, "sync-example-74", scheduler.StateFailed)
+
+	// 13. The same pages on a phone.
 	do("phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile), chromedp.Navigate(site.URL+"/ui/"), chromedp.WaitVisible(chromedp.CSS("h1")))
 	shots.take(browser, "attention-phone", true)
-	do("phone operation", chromedp.Navigate(site.URL+"/ui/operations/sync-example-73"), chromedp.WaitVisible(chromedp.ID("resolve")))
+	do("phone operation", chromedp.Navigate(site.URL+"/ui/operations/sync-example-74"), chromedp.WaitVisible(chromedp.CSS(".badge.state-failed")))
 	shots.take(browser, "operation-phone", false)
 }
 

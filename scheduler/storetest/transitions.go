@@ -596,7 +596,7 @@ func testChangeOrUndoRelease(t *testing.T, open Opener) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(entries); n != 3 || entries[2].Action != "unrelease" || !strings.Contains(entries[2].Detail, "→ held (unknownOutcome)") {
+	if n := len(entries); n != 3 || !strings.Contains(entries[1].Detail, "release changed from") || entries[2].Action != "unrelease" || !strings.Contains(entries[2].Detail, "→ held (unknownOutcome)") {
 		t.Fatalf("audit %+v, want release, release, unrelease", entries)
 	}
 	var te *scheduler.TransitionError
