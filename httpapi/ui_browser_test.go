@@ -314,6 +314,14 @@ func TestUI_Browser(t *testing.T) {
 	html()
 	shots.take(browser, "scope", true)
 
+	// At 1280 px the list of waiting operations fits, its "Next attempt"
+	// column included (issue 14: it was clipped).
+	do("the waiting list", chromedp.Navigate(site.URL+"/ui/?state=waitingForBudget"), chromedp.WaitVisible(chromedp.CSS(".table-wrap")))
+	fits, err := chromedp.Run(browser, chromedp.Evaluate[bool](`(() => { const w = document.querySelector(".table-wrap"); return w.scrollWidth <= w.clientWidth; })()`))
+	if err != nil || !fits {
+		t.Fatalf("at 1280 px the waiting list does not fit its column (%v)", err)
+	}
+
 	// 7. Find an operation by its ID (design §14): a prefix lists the
 	// matches, an exact ID opens the operation, which shows what was sent.
 	search := func(q string) {
