@@ -78,7 +78,7 @@ func TestUI_ScopeShowsResourceBudgets(t *testing.T) {
 	b.enqueue("acct", "search-1")
 	reset := b.clock.Now().Add(time.Hour)
 	spent := &providers.Budget{Remaining: 0, Limit: 30, ResetAt: reset, Resource: "search"}
-	b.settle(providers.Outcome{Class: providers.ClassRateLimited, Status: 403, Budget: spent, Resource: "search"},
+	b.settle(providers.Outcome{Class: providers.ClassRateLimited, Status: 403, Budget: spent},
 		scheduler.Decision{State: scheduler.StateWaitingForBudget, NextAttemptAt: reset, Reason: "rate limited",
 			Scope: scheduler.ScopeEffect{Resource: "search", ResourceKnown: true, Budget: spent, BudgetPauseUntil: reset, BudgetPauseReason: "rate limited: x-ratelimit-reset honoured"}})
 	wantIn(t, b.get("/ui/scopes/acct"), http.StatusOK, "Other budgets the provider keeps", "<code>search</code>", "0 <span class=\"muted\">of 30</span>", "paused until", "x-ratelimit-reset honoured", "scope-open")

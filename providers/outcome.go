@@ -100,7 +100,7 @@ type Budget struct {
 	Resource string `json:"resource,omitempty"`
 }
 
-// MaxResource bounds Budget.Resource and Outcome.Resource.
+// MaxResource bounds Budget.Resource.
 const MaxResource = 64
 
 // Outcome is a profile's reading of one exchange.
@@ -111,12 +111,9 @@ type Outcome struct {
 	Status int
 	// Hint is the timing hint chosen by the profile's precedence rules.
 	Hint Hint
-	// Budget is nil when the response carried no budget figures.
+	// Budget is nil when the response carried no budget figures. Its
+	// Resource names which of the provider's budgets they count.
 	Budget *Budget
-	// Resource names the budget the answer's figures and limit belong to
-	// when the provider keeps several (Budget.Resource); empty for the
-	// profile's default budget (design §12).
-	Resource string
 	// Shared is true when the limit signalled is shared by every scope of
 	// the provider (an app-wide or project-wide limit), not this scope's own.
 	Shared bool

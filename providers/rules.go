@@ -126,9 +126,6 @@ func (t *table) Classify(ex Exchange) Outcome {
 	}
 	r := newReading(ex)
 	o := Outcome{Status: r.st, Budget: t.readBudget(r)}
-	if o.Budget != nil {
-		o.Resource = o.Budget.Resource
-	}
 	ru := &t.rules[t.match(r)]
 	o.Class = ru.classFor(ex)
 	o.Reason = ru.Reason

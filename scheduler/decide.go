@@ -22,8 +22,9 @@ const uncertainMargin = time.Minute
 // idempotency. Decide is pure: the same inputs give the same Decision.
 func (p Policy) Decide(op Operation, idem providers.Idempotency, out providers.Outcome, now time.Time, rnd Random) Decision {
 	var d Decision
-	d.Scope.Budget, d.Scope.Resource = out.Budget, out.Resource
-	d.Scope.ResourceKnown = out.Budget != nil || out.Resource != ""
+	if b := out.Budget; b != nil {
+		d.Scope.Budget, d.Scope.Resource, d.Scope.ResourceKnown = b, b.Resource, true
+	}
 	// A spent budget also pauses the requests spending it: the store keeps
 	// the lower remaining figure only while answers name the same reset,
 	// and a later answer with another reset (a relative reset, or a stale

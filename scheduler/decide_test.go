@@ -65,8 +65,8 @@ func TestDecide(t *testing.T) {
 		{name: "uncertain mutation after retry budget is held, not failed", op: testOp(scheduler.KindMutation, "POST", 5), idem: stripeIdem, out: providers.Outcome{Class: providers.ClassUnknownOutcome}, state: scheduler.StateHeld, hold: scheduler.HoldUnknownOutcome},
 		{name: "uncertain read is just transient", op: testOp(scheduler.KindRead, "GET", 1), out: providers.Outcome{Class: providers.ClassUnknownOutcome}, state: scheduler.StateScheduled, earliest: p.MinHint, latest: p.BackoffBase},
 		{name: "success with spent budget pauses its budget until reset", op: testOp(scheduler.KindRead, "GET", 1), out: providers.Outcome{Class: providers.ClassSuccess, Status: 200, Budget: &providers.Budget{Remaining: 0, Limit: 5000, ResetAt: t0.Add(10 * time.Minute)}}, state: scheduler.StateSucceeded, budgetPause: 10 * time.Minute},
-		{name: "spent named resource's limit pauses its budget only", op: testOp(scheduler.KindRead, "GET", 1), out: providers.Outcome{Class: providers.ClassRateLimited, Status: 403, Resource: "search", Budget: &providers.Budget{Remaining: 0, Resource: "search"}, Hint: providers.Hint{Source: "retry-after", At: t0.Add(30 * time.Second)}}, state: scheduler.StateWaitingForBudget, budgetPause: 30 * time.Second, earliest: 30 * time.Second, latest: 30*time.Second + p.Spread},
-		{name: "secondary limit naming a resource pauses the scope", op: testOp(scheduler.KindRead, "GET", 1), out: providers.Outcome{Class: providers.ClassRateLimited, Status: 200, Resource: "graphql", Budget: &providers.Budget{Remaining: 4000, Resource: "graphql"}, Hint: providers.Hint{Source: "retry-after", At: t0.Add(time.Minute)}}, state: scheduler.StateWaitingForBudget, pause: time.Minute, earliest: time.Minute, latest: time.Minute + p.Spread},
+		{name: "spent named resource's limit pauses its budget only", op: testOp(scheduler.KindRead, "GET", 1), out: providers.Outcome{Class: providers.ClassRateLimited, Status: 403, Budget: &providers.Budget{Remaining: 0, Resource: "search"}, Hint: providers.Hint{Source: "retry-after", At: t0.Add(30 * time.Second)}}, state: scheduler.StateWaitingForBudget, budgetPause: 30 * time.Second, earliest: 30 * time.Second, latest: 30*time.Second + p.Spread},
+		{name: "secondary limit naming a resource pauses the scope", op: testOp(scheduler.KindRead, "GET", 1), out: providers.Outcome{Class: providers.ClassRateLimited, Status: 200, Budget: &providers.Budget{Remaining: 4000, Resource: "graphql"}, Hint: providers.Hint{Source: "retry-after", At: t0.Add(time.Minute)}}, state: scheduler.StateWaitingForBudget, pause: time.Minute, earliest: time.Minute, latest: time.Minute + p.Spread},
 		{name: "secondary limit without spent figures pauses the scope", op: testOp(scheduler.KindRead, "GET", 1), out: providers.Outcome{Class: providers.ClassRateLimited, Status: 403, Budget: &providers.Budget{Remaining: 12}, Hint: providers.Hint{Source: "retry-after", At: t0.Add(time.Minute)}}, state: scheduler.StateWaitingForBudget, pause: time.Minute, earliest: time.Minute, latest: time.Minute + p.Spread},
 	}
 	for _, tt := range tests {
@@ -103,8 +103,8 @@ func TestDecide(t *testing.T) {
 			if got := d.Scope.BudgetPauseUntil; tt.budgetPause == 0 && !got.IsZero() || tt.budgetPause != 0 && !got.Equal(t0.Add(tt.budgetPause)) {
 				t.Errorf("budget pause = %s, want %s", got.Sub(t0), tt.budgetPause)
 			}
-			if d.Scope.Resource != tt.out.Resource {
-				t.Errorf("effect on budget %q, want %q", d.Scope.Resource, tt.out.Resource)
+			if b := tt.out.Budget; b != nil && (d.Scope.Resource != b.Resource || !d.Scope.ResourceKnown) {
+				t.Errorf("effect on budget %q (known %v), want %q", d.Scope.Resource, d.Scope.ResourceKnown, b.Resource)
 			}
 			if tt.hold == scheduler.HoldAuthRevoked && d.Scope.Hold != scheduler.HoldAuthRevoked {
 				t.Error("auth revoked did not hold the scope")

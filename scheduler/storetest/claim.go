@@ -379,7 +379,7 @@ func testNextWakeIsWhenTheClaimAdmits(t *testing.T, open Opener) {
 		answer := func(c scheduler.Claim, at time.Time, eff scheduler.ScopeEffect) {
 			applied, err := d.Complete(ctx, []scheduler.Completion{{
 				OperationID: c.Operation.ID, LeaseToken: c.Operation.LeaseToken, Attempt: c.Operation.Attempt, FinishedAt: at,
-				Outcome: providers.Outcome{Class: providers.ClassSuccess, Status: 200, Budget: eff.Budget, Resource: eff.Resource}, Decision: scheduler.Decision{State: scheduler.StateSucceeded, Scope: eff},
+				Outcome: providers.Outcome{Class: providers.ClassSuccess, Status: 200, Budget: eff.Budget}, Decision: scheduler.Decision{State: scheduler.StateSucceeded, Scope: eff},
 			}})
 			if err != nil || !applied[0] {
 				rt.Fatalf("answer %s: %v %v", c.Operation.ID, applied, err)

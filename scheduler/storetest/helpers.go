@@ -212,7 +212,7 @@ func Answer(t testing.TB, d scheduler.Store, c scheduler.Claim, at time.Time, re
 	}
 	applied, err := d.Complete(context.Background(), []scheduler.Completion{{
 		OperationID: c.Operation.ID, LeaseToken: c.Operation.LeaseToken, Attempt: c.Operation.Attempt, FinishedAt: at,
-		Outcome: providers.Outcome{Class: class, Status: 200, Budget: b, Resource: resource}, Decision: dec,
+		Outcome: providers.Outcome{Class: class, Status: 200, Budget: b}, Decision: dec,
 	}})
 	if err != nil || !applied[0] {
 		t.Fatalf("complete %s: %v %v", c.Operation.ID, applied, err)
