@@ -612,19 +612,13 @@ func releaseOperation(ctx context.Context, tx *sql.Tx, id string, at time.Time, 
 	}
 	// What it is released from, kept while the release is not sent so
 	// that it can be undone; a change of a pending release keeps it.
-	from, fromReason := sql.NullString{}, sql.NullString{}
-	switch {
-	case r.CanUnrelease(): // a pending release, changed
-		from, fromReason = nullString(string(r.ReleasedFrom.State)), nullString(string(r.ReleasedFrom.HoldReason)+string(r.ReleasedFrom.FailureReason))
-	default:
-		from, fromReason = nullString(string(r.State)), nullString(string(r.HoldReason)+string(r.FailureReason))
-	}
+	from := r.ReleaseOrigin()
 	_, err = tx.ExecContext(ctx, `
 		UPDATE operations SET state = 'scheduled', next_attempt_at = ?, hold_reason = NULL,
 			failure_reason = NULL, budget_attempts = 0, deadline = ?, updated_at = ?,
 			released_from_state = ?, released_from_reason = ?
 		WHERE id = ?`,
-		millis(at), millis(at.Add(r.Retry.MaxElapsed)), millis(act.At), from, fromReason, r.id)
+		millis(at), millis(at.Add(r.Retry.MaxElapsed)), millis(act.At), string(from.State), from.Reason(), r.id)
 	if err != nil {
 		return opRow{}, err
 	}
@@ -632,8 +626,7 @@ func releaseOperation(ctx context.Context, tx *sql.Tx, id string, at time.Time, 
 	// that was not applied and is sent again (design §14).
 	detail := fmt.Sprintf("%s → scheduled at %s", r.DescribeState(), at.UTC().Format(time.RFC3339))
 	if r.CanUnrelease() {
-		back := scheduler.Operation{State: r.ReleasedFrom.State, HoldReason: r.ReleasedFrom.HoldReason, FailureReason: r.ReleasedFrom.FailureReason}
-		detail = fmt.Sprintf("release changed from %s to %s (released from %s)", r.NextAttemptAt.UTC().Format(time.RFC3339), at.UTC().Format(time.RFC3339), back.DescribeState())
+		detail = fmt.Sprintf("release changed from %s to %s (released from %s)", r.NextAttemptAt.UTC().Format(time.RFC3339), at.UTC().Format(time.RFC3339), from.Describe())
 	}
 	if allowed == scheduler.ActResolve {
 		detail = "not applied, sent again: " + detail
@@ -676,8 +669,7 @@ func (db *DB) UnreleaseOperation(ctx context.Context, id string, act scheduler.A
 	if err != nil {
 		return scheduler.Operation{}, fmt.Errorf("unrelease %s: %w", id, err)
 	}
-	back := scheduler.Operation{State: rf.State, HoldReason: rf.HoldReason, FailureReason: rf.FailureReason}
-	detail := fmt.Sprintf("%s (released, not sent) → %s", r.DescribeState(), back.DescribeState())
+	detail := fmt.Sprintf("%s (released, not sent) → %s", r.DescribeState(), rf.Describe())
 	if err := insertAudit(ctx, tx, auditRow{opRowID: r.id, scope: r.Scope, action: string(scheduler.ActUnrelease), act: act, detail: detail}); err != nil {
 		return scheduler.Operation{}, fmt.Errorf("unrelease %s: %w", id, err)
 	}

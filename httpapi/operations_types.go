@@ -381,7 +381,7 @@ func newOperation(op scheduler.Operation) Operation {
 		out.NextAttemptAt = optTime(op.NextAttemptAt)
 	}
 	if rf := op.ReleasedFrom; rf != nil && op.CanUnrelease() {
-		out.ReleasedFrom = &ReleasedFrom{State: string(rf.State), Reason: string(rf.HoldReason) + string(rf.FailureReason)}
+		out.ReleasedFrom = &ReleasedFrom{State: string(rf.State), Reason: rf.Reason()}
 	}
 	if lo := op.LastOutcome; lo != nil {
 		out.LastOutcome = &Outcome{

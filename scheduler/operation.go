@@ -136,6 +136,22 @@ type ReleasedFrom struct {
 	FailureReason FailureReason
 }
 
+// Reason is its hold or failure reason.
+func (r ReleasedFrom) Reason() string { return string(r.HoldReason) + string(r.FailureReason) }
+
+// Describe names it as Operation.DescribeState does: "held (unknownOutcome)".
+func (r ReleasedFrom) Describe() string { return describeState(r.State, r.Reason()) }
+
+// ReleaseOrigin is what a release of o records it was released from: its
+// own state and reason, or, when o's pending release is being changed,
+// the origin that release already carries.
+func (o Operation) ReleaseOrigin() ReleasedFrom {
+	if o.CanUnrelease() {
+		return *o.ReleasedFrom
+	}
+	return ReleasedFrom{State: o.State, HoldReason: o.HoldReason, FailureReason: o.FailureReason}
+}
+
 // Decision is what happens to an operation after an attempt: its next state
 // and time, and what the scope learns. Made by the Policy, applied by the
 // Store in one transaction fenced on the lease token.
