@@ -337,7 +337,7 @@ func opsBulk(c *cli.Context, action string) error {
 	body := httpapi.BulkRequest{Action: action, Reason: reason,
 		Filter: httpapi.BulkFilter{State: c.String("state"), ProviderScope: c.String("scope"), Reason: c.String("filter-reason")}}
 	return request(c, http.MethodPost, "/v1/operations/bulk", body, func(w io.Writer, res httpapi.BulkResponse) error {
-		done := map[string]string{"release": "released", "cancel": "canceled"}[action]
+		done := scheduler.ManualAction(action).Done()
 		_, err := fmt.Fprintf(w, "%s %d operations; %d matched but could not be %s\n", done, res.Changed, res.Skipped, done)
 		if err == nil && res.More {
 			_, err = fmt.Fprintln(w, "more may match: run it again")

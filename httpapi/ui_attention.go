@@ -239,7 +239,7 @@ func (s *Server) handleUIBulk(w http.ResponseWriter, r *http.Request) {
 		s.uiInternalError(w, r, err)
 		return
 	}
-	done := map[string]string{"release": "released", "cancel": "canceled"}[f.Get("action")]
+	done := scheduler.ManualAction(f.Get("action")).Done()
 	msg := fmt.Sprintf("%s %s.", capitalize(done), countWord(res.Changed, "operation", "operations"))
 	if res.Skipped > 0 {
 		msg += fmt.Sprintf(" %s matched but could not be %s (their state did not allow it), and were left as they are.", countWord(res.Skipped, "operation", "operations"), done)

@@ -26,6 +26,22 @@ const (
 	ActUnrelease ManualAction = "unrelease"
 )
 
+// Done is the action's past participle, for saying what it did:
+// "released", "canceled".
+func (a ManualAction) Done() string {
+	switch a {
+	case ActRelease:
+		return "released"
+	case ActResolve:
+		return "resolved"
+	case ActCancel:
+		return "canceled"
+	case ActUnrelease:
+		return "unreleased"
+	}
+	return string(a)
+}
+
 // releasable and cancelable are the states that allow a release and a
 // cancel, in life-cycle order. A running operation cannot be canceled:
 // its request is already on its way.
