@@ -71,51 +71,88 @@ func (db *DB) ClaimDue(ctx context.Context, p scheduler.ClaimParams) ([]schedule
 	if p.Limit <= 0 {
 		return nil, nil
 	}
-	if p.LeaseFor < time.Millisecond {
-		return nil, fmt.Errorf("claim due operations: lease duration %s is too short", p.LeaseFor)
+	_, claims, err := db.tick(ctx, nil, p)
+	if err != nil {
+		return nil, fmt.Errorf("claim due operations: %w", err)
 	}
-	// One connection for the claim and its sync: the writer's, pinned.
+	return claims, nil
+}
+
+// CompleteAndClaim applies cs as Complete does, then claims as ClaimDue
+// does, in one immediate transaction (see scheduler.Store): the engine's
+// tick, one commit for the finished workers and the claims that take
+// their slots.
+func (db *DB) CompleteAndClaim(ctx context.Context, cs []scheduler.Completion, p scheduler.ClaimParams) ([]bool, []scheduler.Claim, error) {
+	applied, claims, err := db.tick(ctx, cs, p)
+	if err != nil {
+		return applied, nil, fmt.Errorf("complete and claim: %w", err)
+	}
+	return applied, claims, nil
+}
+
+// tick completes cs, then claims up to p.Limit (none when it is 0), in one
+// transaction on the writer's connection, pinned so that the durable
+// claim's sync runs on it too. When the commit succeeded but the sync
+// failed, it returns applied with the error.
+func (db *DB) tick(ctx context.Context, cs []scheduler.Completion, p scheduler.ClaimParams) ([]bool, []scheduler.Claim, error) {
+	if p.Limit > 0 && p.LeaseFor < time.Millisecond {
+		return nil, nil, fmt.Errorf("lease duration %s is too short", p.LeaseFor)
+	}
+	if len(cs) == 0 && p.Limit <= 0 {
+		return nil, nil, nil
+	}
 	conn, err := db.write.Conn(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("claim due operations: %w", err)
+		return nil, nil, err
 	}
 	defer conn.Close()
-	claims, err := db.claimOnce(ctx, conn, p)
+	applied, claims, err := db.tickOnce(ctx, conn, cs, p)
 	if err != nil {
-		return nil, fmt.Errorf("claim due operations: %w", err)
+		return nil, nil, err
 	}
 	if p.Durable != nil && slices.ContainsFunc(claims, p.Durable) {
 		// The claim is committed: a cancelled ctx must not leave it
 		// committed and unsynced, its requests unsent.
 		if err := db.syncWAL(context.WithoutCancel(ctx), conn); err != nil {
-			return nil, fmt.Errorf("claim due operations: sync the claim to disk: %w", err)
+			return applied, nil, fmt.Errorf("sync the claim to disk: %w", err)
 		}
 	}
-	return claims, nil
+	return applied, claims, nil
 }
 
-// claimOnce runs one claim transaction on conn.
-func (db *DB) claimOnce(ctx context.Context, conn *sql.Conn, p scheduler.ClaimParams) ([]scheduler.Claim, error) {
+// tickOnce runs tick's transaction on conn.
+func (db *DB) tickOnce(ctx context.Context, conn *sql.Conn, cs []scheduler.Completion, p scheduler.ClaimParams) ([]bool, []scheduler.Claim, error) {
 	tx, err := conn.BeginTx(ctx, nil) // immediate: see connect
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer tx.Rollback()
-	claims, err := db.claimDue(ctx, tx, p)
-	if err != nil {
-		return nil, err
-	}
-	if db.claimCommitting != nil {
-		sync, err := synchronous(ctx, tx)
-		if err != nil {
-			return nil, err
+	applied := make([]bool, len(cs))
+	for i, c := range cs {
+		if applied[i], err = completeAttempt(ctx, tx, c); err != nil {
+			return nil, nil, fmt.Errorf("complete attempt %d of %s: %w", c.Attempt, c.OperationID, err)
 		}
-		db.claimCommitting(claims, sync)
+	}
+	var claims []scheduler.Claim
+	if p.Limit > 0 {
+		if claims, err = db.claimDue(ctx, tx, p); err != nil {
+			return nil, nil, err
+		}
+		if db.claimCommitting != nil {
+			sync, err := synchronous(ctx, tx)
+			if err != nil {
+				return nil, nil, err
+			}
+			db.claimCommitting(claims, sync)
+		}
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return claims, nil
+	if len(cs) == 0 {
+		applied = nil
+	}
+	return applied, claims, nil
 }
 
 // syncWAL makes every transaction committed on conn so far durable: it

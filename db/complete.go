@@ -31,18 +31,8 @@ func (db *DB) Complete(ctx context.Context, cs []scheduler.Completion) ([]bool, 
 	if len(cs) == 0 {
 		return nil, nil
 	}
-	tx, err := db.beginWrite(ctx)
+	applied, _, err := db.tick(ctx, cs, scheduler.ClaimParams{})
 	if err != nil {
-		return nil, fmt.Errorf("complete attempts: %w", err)
-	}
-	defer tx.Rollback()
-	applied := make([]bool, len(cs))
-	for i, c := range cs {
-		if applied[i], err = completeAttempt(ctx, tx, c); err != nil {
-			return nil, fmt.Errorf("complete attempt %d of %s: %w", c.Attempt, c.OperationID, err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("complete attempts: %w", err)
 	}
 	return applied, nil

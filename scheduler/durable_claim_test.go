@@ -18,14 +18,14 @@ type durableSpy struct {
 	durable map[string]bool
 }
 
-func (s *durableSpy) ClaimDue(ctx context.Context, p scheduler.ClaimParams) ([]scheduler.Claim, error) {
-	claims, err := s.Store.ClaimDue(ctx, p)
+func (s *durableSpy) CompleteAndClaim(ctx context.Context, cs []scheduler.Completion, p scheduler.ClaimParams) ([]bool, []scheduler.Claim, error) {
+	applied, claims, err := s.Store.CompleteAndClaim(ctx, cs, p)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range claims {
 		s.durable[c.Operation.ID] = p.Durable != nil && p.Durable(c)
 	}
-	return claims, err
+	return applied, claims, err
 }
 
 // §11 "Durable before it leaves": the engine asks for a durable claim for
@@ -69,12 +69,15 @@ type unsyncedStore struct {
 
 var errUnsynced = errors.New("sync the claim to disk: I/O error")
 
-func (s *unsyncedStore) ClaimDue(ctx context.Context, p scheduler.ClaimParams) ([]scheduler.Claim, error) {
-	claims, err := s.Store.ClaimDue(ctx, p)
-	if err == nil && s.fail {
-		return claims, errUnsynced
+func (s *unsyncedStore) CompleteAndClaim(ctx context.Context, cs []scheduler.Completion, p scheduler.ClaimParams) ([]bool, []scheduler.Claim, error) {
+	applied, claims, err := s.Store.CompleteAndClaim(ctx, cs, p)
+	if err == nil && s.fail && len(claims) > 0 {
+		if applied == nil {
+			applied = []bool{}
+		}
+		return applied, claims, errUnsynced
 	}
-	return claims, err
+	return applied, claims, err
 }
 
 // §11 "Durable before it leaves": when the claim call fails (its sync to

@@ -153,11 +153,32 @@ type Engine struct {
 	policy Policy
 	cfg    EngineConfig
 	log    *slog.Logger
-	commit committer
 
-	wake  chan struct{}
-	slots chan struct{} // one token per busy worker
-	busy  sync.WaitGroup
+	wake chan struct{}
+	// slots holds one token per worker busy sending or waiting for its
+	// attempt's commit; only ticks take tokens.
+	slots chan struct{}
+	// sending counts the sends in flight, settled the claims whose
+	// attempt is not yet committed (or given up).
+	sending, settled sync.WaitGroup
+	// inFlight counts the requests being sent (InFlight).
+	inFlight atomic.Int64
+
+	// tickMu serializes ticks (Run's loop, RunOnce, Wait); tickFailed
+	// says the last one failed.
+	tickMu     sync.Mutex
+	tickFailed bool
+	// finished holds the decided attempts waiting for a tick;
+	// finishedSignal tells the loop one arrived.
+	finishedMu     sync.Mutex
+	finished       []finishedAttempt
+	finishedSignal chan struct{}
+	// housekeepAt is when the loop next looks for expired leases and
+	// overdue deadlines without a reason to look sooner; busy says work
+	// was claimed, committed or enqueued since it last looked, so it
+	// looks again by then (Run's loop only).
+	housekeepAt time.Time
+	busy        bool
 
 	// sendCtx is the parent of every request; canceled once the shutdown
 	// grace has passed.
@@ -193,10 +214,10 @@ func newEngine(store Store, clk clock.Clock, policy Policy, cfg EngineConfig) (*
 	sendCtx, cancel := context.WithCancel(context.Background())
 	return &Engine{
 		store: store, clock: clk, policy: policy, cfg: cfg, log: cfg.Logger,
-		commit:  committer{store: store},
-		wake:    make(chan struct{}, 1),
-		slots:   make(chan struct{}, cfg.Workers),
-		sendCtx: sendCtx, cancelSend: cancel,
+		wake:           make(chan struct{}, 1),
+		slots:          make(chan struct{}, cfg.Workers),
+		finishedSignal: make(chan struct{}, 1),
+		sendCtx:        sendCtx, cancelSend: cancel,
 		profiles: map[[2]string]providers.Profile{},
 		leases:   map[string]int64{},
 	}, nil
@@ -337,51 +358,49 @@ func (e *Engine) expireOverdue(ctx context.Context, now time.Time) error {
 }
 
 // RunOnce recovers expired leases, ends waiting operations whose deadline
-// has passed, then claims as many due operations as there are free workers
-// and starts sending them. It returns the number claimed; the sends go on
-// in the background (see Wait).
+// has passed, then commits the finished attempts and claims as many due
+// operations as there are free workers, in one tick, and starts sending
+// them. It returns the number claimed; the sends go on in the background
+// (see Wait).
 func (e *Engine) RunOnce(ctx context.Context) (int, error) {
-	n, _, err := e.runOnce(ctx)
+	n, _, err := e.pass(ctx, true)
 	return n, err
 }
 
-// runOnce is RunOnce that also says whether the claim was cut short by the
-// free worker count, so the loop knows to look again at once.
-func (e *Engine) runOnce(ctx context.Context) (claimed int, full bool, err error) {
+// housekeepingInterval is how often Run's loop looks for expired leases
+// and overdue deadlines when nothing tells it to look sooner: a lease
+// expires only when its worker is gone (within a process, never), and a
+// deadline the loop knows of wakes it (nextExpiry).
+const housekeepingInterval = time.Second
+
+// pass is one turn of the loop: housekeeping (always, or when due by
+// housekeepingInterval and nextExpiry), then a tick. It also says whether
+// the claim was cut short by the free workers, so the loop knows to claim
+// again as soon as enough are free.
+func (e *Engine) pass(ctx context.Context, housekeep bool) (claimed int, full bool, err error) {
 	now := e.clock.Now().UTC()
-	if _, err := e.recoverExpired(ctx, now); err != nil {
-		return 0, false, err
+	if ns := e.nextExpiry.Load(); ns != 0 && now.UnixNano() >= ns {
+		housekeep = true
 	}
-	if err := e.expireOverdue(ctx, now); err != nil {
-		return 0, false, err
+	if housekeep || !now.Before(e.housekeepAt) {
+		if _, err := e.recoverExpired(ctx, now); err != nil {
+			return 0, false, err
+		}
+		if err := e.expireOverdue(ctx, now); err != nil {
+			return 0, false, err
+		}
+		e.housekeepAt, e.busy = now.Add(housekeepingInterval), false
 	}
-	free := cap(e.slots) - len(e.slots)
-	if free == 0 {
-		e.heartbeat()
-		return 0, false, nil
-	}
-	claimStart := e.clock.Now()
-	claims, err := e.store.ClaimDue(ctx, ClaimParams{Now: now, Limit: free, LeaseFor: e.cfg.LeaseDuration, Durable: e.durableClaim})
+	claimed, full, err = e.tick(ctx, true)
 	if err != nil {
 		return 0, false, err
 	}
-	e.cfg.Observer.ObserveClaim(e.clock.Now().Sub(claimStart), len(claims))
-	e.heartbeat()
-	for _, c := range claims {
-		if due := c.Operation.NextAttemptAt; !due.IsZero() {
-			e.cfg.Observer.ObserveDispatch(c.Scope.Provider, max(now.Sub(due), 0))
-		}
-		e.slots <- struct{}{}
-		e.cfg.Observer.ObserveInFlight(1)
-		e.busy.Add(1)
-		e.holdLease(c.Operation)
-		go e.work(c)
+	if claimed > 0 {
+		e.busy = true
 	}
-	return len(claims), len(claims) == free, nil
+	e.heartbeat()
+	return claimed, full, nil
 }
-
-// Wait blocks until every started attempt has been committed.
-func (e *Engine) Wait() { e.busy.Wait() }
 
 // StallMargin is how much longer than its PollInterval the claim loop may
 // go without finishing a pass before Stalled reports it: room for a pass
@@ -416,17 +435,19 @@ func (e *Engine) Stalled(now time.Time) error {
 }
 
 // InFlight is the number of requests being sent right now.
-func (e *Engine) InFlight() int { return len(e.slots) }
+func (e *Engine) InFlight() int { return int(e.inFlight.Load()) }
 
 // Run loops until ctx ends: it claims due work on wake-ups, at the earliest
-// known due time and at least every PollInterval. Errors are logged and
-// retried with backoff; Run never gives up. When ctx ends it stops
+// known due time and at least every PollInterval, and commits finished
+// attempts with the next claim as soon as a share of the workers has
+// finished (gatherShare) or GatherWait after the first. Errors are logged
+// and retried with backoff; Run never gives up. When ctx ends it stops
 // claiming, lets in-flight attempts finish within ShutdownGrace, then
 // cancels them (they are recorded as interrupted) and returns.
 func (e *Engine) Run(ctx context.Context) error {
 	failures := NewFailureLog(e.log, slog.LevelError, "engine pass")
 	for {
-		_, full, err := e.runOnce(ctx)
+		claimed, full, err := e.pass(ctx, false)
 		delay := e.cfg.PollInterval
 		if err != nil {
 			if ctx.Err() != nil {
@@ -436,58 +457,136 @@ func (e *Engine) Run(ctx context.Context) error {
 			delay = min(e.cfg.PollInterval, time.Duration(failures.Failures())*100*time.Millisecond)
 		} else {
 			failures.Succeeded(e.clock.Now())
-			if full && len(e.slots) < cap(e.slots) {
-				continue // the claim was cut by the free workers and some are free again
-			}
 			if ns := e.nextExpiry.Load(); ns != 0 {
 				delay = min(delay, max(time.Unix(0, ns).Sub(e.clock.Now()), 0)+time.Millisecond)
 			}
-			if len(e.slots) == cap(e.slots) {
-				// Every worker is busy: the next completion wakes the loop.
-			} else if at, ok, err := e.store.NextWake(ctx); err != nil {
-				e.log.Error("find next due time", "err", err)
-			} else if ok {
-				delay = min(delay, max(at.Sub(e.clock.Now()), 0)+time.Millisecond)
+			if e.busy {
+				// New work may have a deadline the last look did not see.
+				delay = min(delay, max(e.housekeepAt.Sub(e.clock.Now()), 0)+time.Millisecond)
+			}
+			if !full && len(e.slots) < cap(e.slots) {
+				// Workers are free: sleep until something is due. (With
+				// none free, the next finished attempt wakes the loop.)
+				if at, ok, err := e.store.NextWake(ctx); err != nil {
+					e.log.Error("find next due time", "err", err)
+				} else if ok {
+					wait := max(at.Sub(e.clock.Now()), 0)
+					if wait == 0 && claimed == 0 {
+						// Due now, yet the claim took nothing: a lease
+						// expired. Look for it on the next pass.
+						e.housekeepAt = time.Time{}
+					}
+					delay = min(delay, wait+time.Millisecond)
+				}
 			}
 		}
-		timer := e.clock.Timer(delay)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
+		woken, ok := e.await(ctx, delay, err != nil, full)
+		if !ok {
 			return e.shutdown()
-		case <-e.wake:
-		case <-timer.C:
 		}
-		timer.Stop()
+		e.busy = e.busy || woken
 	}
 	return e.shutdown()
 }
 
-// shutdown waits up to the grace period, then cancels what is left.
-func (e *Engine) shutdown() error {
-	done := make(chan struct{})
-	go func() { e.busy.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-e.clock.After(e.cfg.ShutdownGrace):
+// await waits for the loop's next pass: until ctx ends (it returns false),
+// delay passes, a wake-up finds a free worker, or finished attempts are to
+// be committed. With work waiting for workers (the last claim was full,
+// backlog) the loop gathers them: it commits once a share of the workers
+// has finished (gatherShare), or GatherWait after the first, so one commit
+// and one claim serve many; otherwise it commits each at once (more gather
+// while a tick runs). After a failed pass (retrying false) attempts wait
+// for the delay, the pass's backoff. woken says the wait ended for work
+// (a wake-up or finished attempts), not for the delay.
+func (e *Engine) await(ctx context.Context, delay time.Duration, retrying, backlog bool) (woken, ok bool) {
+	timer := e.clock.Timer(delay)
+	defer timer.Stop()
+	var gathering *clock.Timer
+	defer func() {
+		if gathering != nil {
+			gathering.Stop()
+		}
+	}()
+	// ready says whether the attempts waiting should be committed now,
+	// starting the gathering wait when not.
+	ready := func() bool {
+		n := e.pendingAttempts()
+		switch {
+		case n == 0 || retrying:
+			return false
+		case !backlog || n >= e.gatherShare():
+			return true
+		}
+		if gathering == nil {
+			gathering = e.clock.Timer(GatherWait)
+		}
+		return false
 	}
-	e.log.Warn("shutdown grace over: canceling in-flight requests", "inFlight", len(e.slots))
-	e.cancelSend()
-	<-done
+	gathered := func() <-chan time.Time {
+		if gathering == nil {
+			return nil
+		}
+		return gathering.C
+	}
+	if ready() {
+		return true, true // finished during the pass
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return false, false
+		case <-timer.C:
+			return false, true
+		case <-gathered():
+			return true, true
+		case <-e.wake:
+			if len(e.slots) < cap(e.slots) {
+				return true, true
+			}
+			// Every worker is busy: the claim waits for finished ones.
+			backlog = true
+			if ready() {
+				return true, true
+			}
+		case <-e.finishedSignal:
+			if ready() {
+				return true, true
+			}
+		}
+	}
+}
+
+// shutdown waits up to the grace period for the sends in flight,
+// committing their attempts as they finish, then cancels what is left and
+// commits it.
+func (e *Engine) shutdown() error {
+	sent := make(chan struct{})
+	go func() { e.sending.Wait(); close(sent) }()
+	grace := e.clock.Timer(e.cfg.ShutdownGrace)
+	defer grace.Stop()
+	for waiting := true; waiting; {
+		select {
+		case <-sent:
+			waiting = false
+		case <-e.finishedSignal:
+			e.flush()
+		case <-grace.C:
+			e.log.Warn("shutdown grace over: canceling in-flight requests", "inFlight", e.InFlight())
+			e.cancelSend()
+			<-sent
+			waiting = false
+		}
+	}
+	e.flush()
+	e.settled.Wait()
 	return nil
 }
 
-// work sends one claimed operation and commits the decision.
+// work sends one claimed operation, decides what its answer means and
+// queues the decided attempt for the loop's next tick.
 func (e *Engine) work(c Claim) {
+	defer e.sending.Done()
 	op := c.Operation
-	defer func() {
-		e.dropLease(op)
-		<-e.slots
-		e.cfg.Observer.ObserveInFlight(-1)
-		e.busy.Done()
-		e.Wake()
-	}()
 	profile := e.profile(c.Scope)
 	red := e.redactors.of(c.Scope)
 	deadline := e.clock.Now().Add(e.cfg.RequestTimeout)
@@ -498,6 +597,8 @@ func (e *Engine) work(c Claim) {
 	started := e.clock.Now()
 	sr := send(ctx, e.cfg.Client, c, profile, red, e.cfg.ResultLimit, e.cfg.UserAgent)
 	cancel()
+	e.inFlight.Add(-1)
+	e.cfg.Observer.ObserveInFlight(-1)
 	now := e.clock.Now().UTC().Truncate(time.Millisecond)
 	sr.exchange.Now = now
 	out := sr.redirects.settle(profile.Classify(sr.exchange), red)
@@ -516,31 +617,7 @@ func (e *Engine) work(c Claim) {
 	}
 	comp := Completion{OperationID: op.ID, LeaseToken: op.LeaseToken, Attempt: op.Attempt, FinishedAt: now, Outcome: out, Decision: d}
 	comp.Response, comp.AttemptResponse = keptAnswers(sr.result, d.State == StateSucceeded, red)
-	applied, err := e.commitWithRetry(comp)
-	log := e.log.With("operation", op.ID, "scope", c.Scope.Name, "attempt", op.Attempt, "class", out.Class, "status", out.Status, "took", now.Sub(started))
-	switch {
-	case err != nil:
-		log.Error("record attempt failed; the lease will expire and be recovered", "err", err)
-	case !applied:
-		log.Warn("stale completion discarded: the lease was lost before the attempt finished", "leaseToken", op.LeaseToken)
-	default:
-		log.Debug("attempt recorded", "state", d.State, "next", d.NextAttemptAt, "decision", d.Reason)
-	}
-}
-
-// commitWithRetry commits a completion, retrying a failing store a few
-// times (bounded well inside the lease) before giving up to lease recovery.
-func (e *Engine) commitWithRetry(c Completion) (bool, error) {
-	var err error
-	for i := range 4 {
-		var applied bool
-		applied, err = e.commit.commit(context.Background(), c)
-		if err == nil {
-			return applied, nil
-		}
-		e.clock.Sleep(time.Duration(1<<i) * 250 * time.Millisecond)
-	}
-	return false, err
+	e.finish(finishedAttempt{claim: c, comp: comp, took: now.Sub(started)})
 }
 
 // profile returns the scope's profile, cached by provider and options

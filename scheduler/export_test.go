@@ -6,3 +6,6 @@ var Echoes = echoes
 
 // TestSecret has every character an encoder treats specially.
 const TestSecret = testSecret
+
+// PendingAttempts counts the decided attempts no tick has committed yet.
+func (e *Engine) PendingAttempts() int { return e.pendingAttempts() }

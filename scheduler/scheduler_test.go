@@ -103,9 +103,12 @@ func TestObserverCountsRequestsInFlight(t *testing.T) {
 	if n, err := h.engine.RunOnce(context.Background()); err != nil || n != 2 {
 		t.Fatalf("claim: %d, %v", n, err)
 	}
-	waitFor(t, func() bool {
-		return len(prov.requests("/slow")) == 1 && h.op("quick").State == scheduler.StateSucceeded
-	})
+	// The quick attempt is decided; the next pass commits it.
+	waitFor(t, func() bool { return len(prov.requests("/slow")) == 1 && h.engine.PendingAttempts() == 1 })
+	if _, err := h.engine.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.wantState("quick", scheduler.StateSucceeded)
 	if got, want := obs.value(), h.engine.InFlight(); got != 1 || want != 1 {
 		t.Fatalf("in flight: observer %d, engine %d; want 1 and 1", got, want)
 	}

@@ -146,6 +146,15 @@ type Store interface {
 	// back the claim's BudgetAttempts count when its Decision is Uncounted.
 	// applied[i] reports whether cs[i] took effect.
 	Complete(ctx context.Context, cs []Completion) (applied []bool, err error)
+	// CompleteAndClaim is Complete followed by ClaimDue in one transaction:
+	// the engine's tick. The claim sees the completions' effects (their
+	// slots are free again, the pauses and budgets they recorded hold), so
+	// a finished worker's slot goes to a new claim in the same commit. A
+	// failure rolls back both halves, except the durability failure of
+	// ClaimDue: the transaction committed but could not be made durable,
+	// and it returns applied with the error and no claims (none may be
+	// sent; their leases expire and are recovered).
+	CompleteAndClaim(ctx context.Context, cs []Completion, p ClaimParams) (applied []bool, claims []Claim, err error)
 	// ListRunning returns running operations whose lease expires at or
 	// before expiredBy (all running operations when expiredBy is zero),
 	// with their scopes and credentials' values as ClaimDue gives them,

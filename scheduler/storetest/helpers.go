@@ -106,14 +106,19 @@ func GetOp(t testing.TB, d scheduler.Store, id string) scheduler.Operation {
 // it applied.
 func Complete(t testing.TB, d scheduler.Store, c scheduler.Claim, at time.Time, dec scheduler.Decision, out providers.Outcome) bool {
 	t.Helper()
-	applied, err := d.Complete(context.Background(), []scheduler.Completion{{
-		OperationID: c.Operation.ID, LeaseToken: c.Operation.LeaseToken, Attempt: c.Operation.Attempt,
-		FinishedAt: at, Outcome: out, Decision: dec,
-	}})
+	applied, err := d.Complete(context.Background(), []scheduler.Completion{CompletionOf(c, at, dec, out)})
 	if err != nil {
 		t.Fatalf("complete %s: %v", c.Operation.ID, err)
 	}
 	return applied[0]
+}
+
+// CompletionOf is claim c's completion at `at` with decision dec.
+func CompletionOf(c scheduler.Claim, at time.Time, dec scheduler.Decision, out providers.Outcome) scheduler.Completion {
+	return scheduler.Completion{
+		OperationID: c.Operation.ID, LeaseToken: c.Operation.LeaseToken, Attempt: c.Operation.Attempt,
+		FinishedAt: at, Outcome: out, Decision: dec,
+	}
 }
 
 // ClaimedIDs lists the operation IDs of claims, in order.

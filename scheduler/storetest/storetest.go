@@ -47,6 +47,7 @@ var suite = []struct {
 	{"NextWake", testNextWake},
 	{"Complete", testComplete},
 	{"CompleteRecordsMaybeAppliedAndCounts", testCompleteRecordsMaybeAppliedAndCounts},
+	{"CompleteAndClaim", testCompleteAndClaim},
 	{"LearnedBudgetPausesBeforeTheProviderSays429", testLearnedBudgetPausesBeforeTheProviderSays429},
 	{"BudgetKeepsTheLowerFigureWithinAWindow", testBudgetKeepsTheLowerFigureWithinAWindow},
 	{"BudgetReserve", testBudgetReserve},
