@@ -106,14 +106,13 @@ func (db *DB) tick(ctx context.Context, cs []scheduler.Completion, p scheduler.C
 		return nil, nil, err
 	}
 	defer conn.Close()
+	ctx = uncancellable(ctx) // see beginWrite
 	applied, claims, err := db.tickOnce(ctx, conn, cs, p)
 	if err != nil {
 		return nil, nil, err
 	}
 	if p.Durable != nil && slices.ContainsFunc(claims, p.Durable) {
-		// The claim is committed: a cancelled ctx must not leave it
-		// committed and unsynced, its requests unsent.
-		if err := db.syncWAL(context.WithoutCancel(ctx), conn); err != nil {
+		if err := db.syncWAL(ctx, conn); err != nil {
 			return applied, nil, fmt.Errorf("sync the claim to disk: %w", err)
 		}
 	}

@@ -352,10 +352,21 @@ func (db *DB) Backup(ctx context.Context, to string) error {
 	return nil
 }
 
-// beginWrite starts an immediate transaction on the writer connection.
+// beginWrite starts an immediate transaction on the writer connection,
+// unless ctx has ended. Once begun, a write is never interrupted by ctx:
+// the writer's transactions are short, and a cancellable context costs
+// every statement of modernc.org/sqlite a watcher goroutine (and the
+// transaction one more). The hot paths (tick, Enqueue) run their
+// statements with uncancellable too.
 func (db *DB) beginWrite(ctx context.Context) (*sql.Tx, error) {
-	return db.write.BeginTx(ctx, nil)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return db.write.BeginTx(uncancellable(ctx), nil)
 }
+
+// uncancellable is ctx without its cancellation (see beginWrite).
+func uncancellable(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
 // beginRead starts a read transaction (one consistent snapshot) on the read
 // pool.

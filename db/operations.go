@@ -139,6 +139,7 @@ func (db *DB) Enqueue(ctx context.Context, ops []scheduler.NewOperation, now tim
 	if err != nil {
 		return nil, fmt.Errorf("enqueue: %w", err)
 	}
+	ctx = uncancellable(ctx) // see beginWrite
 	defer tx.Rollback()
 	scopes := map[string]scopeRef{} // by scope name
 	results := make([]scheduler.EnqueueResult, len(ops))
