@@ -415,8 +415,9 @@ func findDueOperations(ctx context.Context, tx *sql.Tx, scopeID int64, resource 
 }
 
 // claimOperations leases the due operations with the given row IDs and
-// writes their attempt intents: one UPDATE … RETURNING and one INSERT for
-// the whole batch. The operations are returned in the order of rowIDs,
+// writes their attempt intents: one UPDATE, one SELECT of the leased rows
+// and one INSERT for the whole batch (an UPDATE … RETURNING costs SQLite
+// an ephemeral table per statement: several times the UPDATE's own cost). The operations are returned in the order of rowIDs,
 // without their scope's name and provider (withScopes fills them in).
 func claimOperations(ctx context.Context, tx *sql.Tx, rowIDs []int64, now, leaseExpires int64) ([]opRow, error) {
 	if len(rowIDs) == 0 {
@@ -426,7 +427,16 @@ func claimOperations(ctx context.Context, tx *sql.Tx, rowIDs []int64, now, lease
 	if err != nil {
 		return nil, err
 	}
-	rows, err := tx.QueryContext(ctx, claimUpdate, leaseExpires, now, string(ids))
+	res, err := tx.ExecContext(ctx, claimUpdate, leaseExpires, now, string(ids))
+	if err != nil {
+		return nil, err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return nil, err
+	} else if n != int64(len(rowIDs)) {
+		return nil, fmt.Errorf("leased %d of %d due operation rows", n, len(rowIDs)) // cannot happen: one writer
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT `+claimedColumns+` FROM operations WHERE id IN (SELECT value FROM json_each(?))`, string(ids))
 	if err != nil {
 		return nil, err
 	}
@@ -469,14 +479,13 @@ const claimUpdate = `
 		attempt = attempt + 1, budget_attempts = budget_attempts + 1,
 		first_sent_at = COALESCE(first_sent_at, ?2), updated_at = ?2,
 		released_from_state = NULL, released_from_reason = NULL
-	WHERE id IN (SELECT value FROM json_each(?3)) AND +state IN ('scheduled', 'waitingForBudget')
-	RETURNING ` + claimedColumns
+	WHERE id IN (SELECT value FROM json_each(?3)) AND +state IN ('scheduled', 'waitingForBudget')`
 
-// claimedColumns is operationColumns as the claim's RETURNING clause can
-// give them: from the operations row alone, with empty placeholders for the
-// scope's name and provider (withScopes fills them in) and no blocked-by
-// (a claimed operation is running). claimDue sets NextAttemptAt to the
-// time the operation became eligible.
+// claimedColumns is operationColumns as claimOperations reads them back:
+// from the operations row alone, with empty placeholders for the scope's
+// name and provider (withScopes fills them in) and no blocked-by (a claimed
+// operation is running). claimDue sets NextAttemptAt to the time the
+// operation became eligible.
 const claimedColumns = `id, scope_id, operation_id, '', '', kind, method, path,
 	headers, body, content_type, request_identity, state, attempt, budget_attempts,
 	next_attempt_at, hold_reason, failure_reason, last_outcome, created_at, updated_at,

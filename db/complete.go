@@ -79,30 +79,43 @@ func completeAttempt(ctx context.Context, tx *sql.Tx, c scheduler.Completion) (b
 		failure = nullString(string(d.FailureReason))
 	}
 
+	// The fence: read the row, then update it by row ID only while it is
+	// still running with this lease (an UPDATE … RETURNING costs SQLite an
+	// ephemeral table per statement, several times a plain UPDATE).
 	var (
 		rowID, scopeID         int64
 		method, path, resource string
 	)
-	err = tx.QueryRowContext(ctx, `
-		UPDATE operations SET state = ?, next_attempt_at = ?, hold_reason = ?, failure_reason = ?,
-			last_outcome = ?, last_response = ?, result = ?, lease_expires_at = NULL, updated_at = ?,
-			maybe_applied = max(maybe_applied, ?), budget_attempts = max(budget_attempts - ?, 0)
-		WHERE operation_id = ? AND state = 'running' AND lease_token = ?
-		RETURNING id, scope_id, method, path, resource`,
-		string(d.State), next, hold, failure, lastOutcome, lastResponse, result, millis(c.FinishedAt),
-		boolInt(d.MaybeApplied), boolInt(d.Uncounted),
+	err = tx.QueryRowContext(ctx, `SELECT id, scope_id, method, path, resource FROM operations
+		WHERE operation_id = ? AND state = 'running' AND lease_token = ?`,
 		c.OperationID, c.LeaseToken).Scan(&rowID, &scopeID, &method, &path, &resource)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, markStale(ctx, tx, c)
 	} else if err != nil {
 		return false, err
 	}
+	res, err := tx.ExecContext(ctx, `
+		UPDATE operations SET state = ?, next_attempt_at = ?, hold_reason = ?, failure_reason = ?,
+			last_outcome = ?, last_response = ?, result = ?, lease_expires_at = NULL, updated_at = ?,
+			maybe_applied = max(maybe_applied, ?), budget_attempts = max(budget_attempts - ?, 0)
+		WHERE id = ? AND state = 'running' AND lease_token = ?`,
+		string(d.State), next, hold, failure, lastOutcome, lastResponse, result, millis(c.FinishedAt),
+		boolInt(d.MaybeApplied), boolInt(d.Uncounted),
+		rowID, c.LeaseToken)
+	if err != nil {
+		return false, err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return false, err
+	} else if n != 1 {
+		return false, fmt.Errorf("operation row %d changed under its completion", rowID) // cannot happen: read in this transaction
+	}
 
 	hintJSON, err := encodeHint(hint)
 	if err != nil {
 		return false, err
 	}
-	res, err := tx.ExecContext(ctx, `
+	res, err = tx.ExecContext(ctx, `
 		UPDATE attempts SET finished_at = ?, class = ?, status = ?, hint = ?, reason = ?, detail = ?, response = ?,
 			decided_state = ?, decided_at = ?, decision = ?
 		WHERE operation_id = ? AND number = ? AND lease_token = ?`,

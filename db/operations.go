@@ -252,20 +252,27 @@ func enqueueOne(ctx context.Context, tx *sql.Tx, op scheduler.NewOperation, now 
 			return scheduler.EnqueueResult{Err: fmt.Errorf("%w: operation %s of scope %s sends request identity %q as its idempotency key", scheduler.ErrIdentityInUse, other, op.Scope, op.RequestIdentity)}, 0, nil
 		}
 	}
-	var rowID int64
-	err = tx.QueryRowContext(ctx, `
+	// Exec, not RETURNING: an INSERT … RETURNING costs SQLite an ephemeral
+	// table per statement, several times the INSERT. The trigger's own
+	// insert neither counts as a change nor leaves its row ID behind.
+	res, err := tx.ExecContext(ctx, `
 		INSERT INTO operations (operation_id, scope_id, kind, method, path, headers, body, content_type,
 			request_identity, state, next_attempt_at, created_at, updated_at, deadline,
 			max_attempts, max_elapsed_ms, content_hash, resource)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'scheduled', ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (operation_id) DO NOTHING
-		RETURNING id`,
+		ON CONFLICT (operation_id) DO NOTHING`,
 		op.ID, scope.id, string(op.Kind), op.Request.Method, op.Request.Path, headers, body, op.Request.ContentType,
 		op.RequestIdentity, millis(notBefore), millis(now), millis(now), millis(deadline),
 		op.Retry.MaxAttempts, op.Retry.MaxElapsed.Milliseconds(), op.ContentHash,
-		scope.routes.Resource(op.Request.Method, op.Request.Path)).Scan(&rowID)
+		scope.routes.Resource(op.Request.Method, op.Request.Path))
+	var rowID, inserted int64
+	if err == nil {
+		if inserted, err = res.RowsAffected(); err == nil && inserted == 1 {
+			rowID, err = res.LastInsertId()
+		}
+	}
 	switch {
-	case errors.Is(err, sql.ErrNoRows): // the operation ID exists
+	case err == nil && inserted == 0: // the operation ID exists
 		existing, err := findOperation(ctx, tx, op.ID)
 		if err != nil {
 			return scheduler.EnqueueResult{}, 0, err
