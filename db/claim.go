@@ -389,14 +389,17 @@ type dueOperation struct {
 
 // findDueOperations returns up to n operations due at now that spend a
 // scope's budget of resource, oldest due first, from the due partial
-// index. readyAt is the budget's ready time, read once by
+// index. The scope ID is bound through a CAST (as the limit is): a bare
+// parameter compared with a column of partial indexes makes SQLite
+// re-prepare the statement whenever its value changes, and a claim asks
+// for a different scope each time. readyAt is the budget's ready time, read once by
 // findEligibleBudgets: each operation's eligible time is opDueAt with it
 // bound, so the scope and budget rows are not joined per row.
 func findDueOperations(ctx context.Context, tx *sql.Tx, scopeID int64, resource string, readyAt, now int64, n int) ([]dueOperation, error) {
 	rows, err := tx.QueryContext(ctx, `
 		SELECT o.id, o.next_attempt_at, `+opDueAtBound+`
 		FROM operations o
-		WHERE o.scope_id = ?2 AND o.resource = ?3 AND o.state IN `+dueStates+` AND o.next_attempt_at <= ?4
+		WHERE o.scope_id = CAST(?2 AS INTEGER) AND o.resource = ?3 AND o.state IN `+dueStates+` AND o.next_attempt_at <= ?4
 		ORDER BY o.next_attempt_at, o.id
 		LIMIT CAST(?5 AS INTEGER)`, readyAt, scopeID, resource, now, n)
 	if err != nil {

@@ -465,7 +465,7 @@ func (db *DB) findScopeByName(ctx context.Context, tx *sql.Tx, name string) (sco
 
 // findScopeByID reads one scope by row ID.
 func (db *DB) findScopeByID(ctx context.Context, tx *sql.Tx, id int64) (scopeRow, error) {
-	sr, err := db.scanScope(tx.QueryRowContext(ctx, `SELECT `+scopeColumns+scopeFrom+`WHERE s.id = ?`, id))
+	sr, err := db.scanScope(tx.QueryRowContext(ctx, `SELECT `+scopeColumns+scopeFrom+`WHERE s.id = CAST(? AS INTEGER)`, id)) // CAST: see findDueOperations
 	if errors.Is(err, sql.ErrNoRows) {
 		return scopeRow{}, fmt.Errorf("scope row %d: %w", id, scheduler.ErrNotFound)
 	}
