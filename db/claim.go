@@ -541,7 +541,7 @@ func (db *DB) listRunning(ctx context.Context, tx *sql.Tx, expiredBy time.Time, 
 		limit = -1 // SQLite: no limit
 	}
 	query := `SELECT ` + operationColumns + `
-		FROM operations o INDEXED BY operations_running_lease JOIN scopes s ON s.id = o.scope_id ` + operationBudgetJoin + `
+		FROM operations o INDEXED BY operations_running JOIN scopes s ON s.id = o.scope_id ` + operationBudgetJoin + `
 		WHERE o.state = 'running'`
 	args := []any{}
 	if !expiredBy.IsZero() {
@@ -592,7 +592,7 @@ func (db *DB) NextWake(ctx context.Context) (time.Time, bool, error) {
 		SELECT MIN(wake) FROM (
 			SELECT MIN(admits_at) AS wake FROM admission
 			UNION ALL
-			SELECT MIN(lease_expires_at) FROM operations INDEXED BY operations_running_lease
+			SELECT MIN(lease_expires_at) FROM operations INDEXED BY operations_running
 			WHERE state = 'running'
 		)`, math.MaxInt64).Scan(&at)
 	if err != nil {

@@ -68,7 +68,7 @@ func TestMigrationMarksMaybeApplied(t *testing.T) {
 	}
 }
 
-// undoResourceBudgets takes a database from version 9 back to 5.
+// undoResourceBudgets takes a database from version 10 back to 5.
 const undoResourceBudgets = undoCredentialTypes + `
 	DROP TRIGGER scopes_default_budget;
 	DROP TABLE scope_routes;
@@ -78,19 +78,26 @@ const undoResourceBudgets = undoCredentialTypes + `
 	CREATE INDEX operations_due ON operations (scope_id, next_attempt_at) WHERE state IN ('scheduled', 'waitingForBudget');
 	PRAGMA user_version = 5;`
 
-// undoStaffRoles takes a database from version 9 back to 8.
-const undoStaffRoles = `
+// undoRunningIndex takes a database from version 10 back to 9.
+const undoRunningIndex = `
+	DROP INDEX operations_running;
+	CREATE INDEX operations_running_scope ON operations (scope_id) WHERE state = 'running';
+	CREATE INDEX operations_running_lease ON operations (lease_expires_at) WHERE state = 'running';
+	PRAGMA user_version = 9;`
+
+// undoStaffRoles takes a database from version 10 back to 8.
+const undoStaffRoles = undoRunningIndex + `
 	ALTER TABLE users DROP COLUMN role;
 	ALTER TABLE users DROP COLUMN failed_signins;
 	PRAGMA user_version = 8;`
 
-// undoReleasedFrom takes a database from version 9 back to 7.
+// undoReleasedFrom takes a database from version 10 back to 7.
 const undoReleasedFrom = undoStaffRoles + `
 	ALTER TABLE operations DROP COLUMN released_from_state;
 	ALTER TABLE operations DROP COLUMN released_from_reason;
 	PRAGMA user_version = 7;`
 
-// undoCredentialTypes takes a database from version 9 back to 6.
+// undoCredentialTypes takes a database from version 10 back to 6.
 const undoCredentialTypes = undoReleasedFrom + `
 	ALTER TABLE scopes DROP COLUMN credential_type;
 	PRAGMA user_version = 6;`
@@ -157,5 +164,42 @@ func TestMigrationMovesBudgets(t *testing.T) {
 	}
 	if slices.Sort(got); !slices.Equal(got, []string{"a1", "b1"}) {
 		t.Fatalf("claimed %v, want [a1 b1]", got)
+	}
+}
+
+// Migration 10 (one index of running rows) on a database with live
+// leases: the leases still count against their scope's concurrency, are
+// found by recovery and NextWake, and their completions apply.
+func TestMigrationRunningIndexKeepsLiveLeases(t *testing.T) {
+	d, path := newTestDB(t)
+	storetest.PutScope(t, d, "a", storetest.ScopeOpts{MaxConcurrent: 2})
+	storetest.Enqueue(t, d, storetest.T0, storetest.NewOp("one", "a", storetest.T0), storetest.NewOp("two", "a", storetest.T0), storetest.NewOp("three", "a", storetest.T0))
+	claims := storetest.Claim(t, d, storetest.T0, 2)
+	if len(claims) != 2 {
+		t.Fatalf("claimed %v, want two (the scope's cap)", storetest.ClaimedIDs(claims))
+	}
+	d.Close()
+	raw := rawDB(t, path)
+	if _, err := raw.Exec(undoRunningIndex); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+
+	d = pacertest.OpenStoreAt(t, path)
+	ctx := context.Background()
+	if more := storetest.Claim(t, d, storetest.T0, 10); len(more) != 0 {
+		t.Fatalf("claimed %v past the cap after the migration: the live leases stopped counting", storetest.ClaimedIDs(more))
+	}
+	running, err := d.ListRunning(ctx, storetest.T0.Add(time.Hour), 0)
+	if err != nil || len(running) != 2 {
+		t.Fatalf("ListRunning after the migration: %d, %v; want the two live leases", len(running), err)
+	}
+	if at, ok, err := d.NextWake(ctx); err != nil || !ok || !at.Equal(claims[0].Operation.LeaseExpiresAt) {
+		t.Fatalf("NextWake = %s, %v, %v; want the leases' expiry %s", at, ok, err, claims[0].Operation.LeaseExpiresAt)
+	}
+	done := storetest.CompletionOf(claims[0], storetest.T0.Add(time.Second), scheduler.Decision{State: scheduler.StateSucceeded}, providers.Outcome{Class: providers.ClassSuccess, Status: 200})
+	applied, next, err := d.CompleteAndClaim(ctx, []scheduler.Completion{done}, scheduler.ClaimParams{Now: storetest.T0.Add(time.Second), Limit: 10, LeaseFor: time.Minute})
+	if err != nil || !applied[0] || len(next) != 1 || next[0].Operation.ID != "three" {
+		t.Fatalf("complete and claim after the migration: applied %v, claimed %v, %v; want the freed slot to go to three", applied, storetest.ClaimedIDs(next), err)
 	}
 }

@@ -46,8 +46,20 @@ func migrations() []string {
 		// pacer users unlock (design §14).
 		`ALTER TABLE users ADD COLUMN role TEXT NOT NULL DEFAULT 'operator' CHECK (role IN ('viewer', 'operator'));
 		ALTER TABLE users ADD COLUMN failed_signins INTEGER NOT NULL DEFAULT 0 CHECK (failed_signins >= 0);`,
+		runningIndex, // version 10
 	}
 }
+
+// runningIndex (issue 15) replaces the two partial indexes of running rows
+// (per scope, for the in-flight counts; by lease expiry, for recovery and
+// NextWake) with one, by scope then expiry: every claim and completion
+// wrote both. Running rows are bounded by the workers of the processes
+// sharing the database, so recovery and NextWake read all of them and
+// order by expiry themselves.
+const runningIndex = `
+DROP INDEX operations_running_scope;
+DROP INDEX operations_running_lease;
+CREATE INDEX operations_running ON operations (scope_id, lease_expires_at) WHERE state = 'running';`
 
 // maybeAppliedAndDeadlines (design §11) records on each operation whether
 // an attempt of it may have applied its mutation (maybe_applied, set by a
