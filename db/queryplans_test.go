@@ -83,6 +83,35 @@ func TestQueryPlans(t *testing.T) {
 	}
 }
 
+// The feed's reads walk the changes table by its primary key from the
+// cursor and sort nothing; a read of one scope finds the scope by its
+// unique name once, and has no per-scope index to use.
+func TestChangesQueryPlans(t *testing.T) {
+	_, path := newTestDB(t)
+	raw := rawDB(t, path)
+	for _, tc := range []struct {
+		name, query string
+		args        []any
+		want        []string
+	}{
+		{"All", db.AllChanges, []any{5, 100}, []string{"SEARCH c USING INTEGER PRIMARY KEY (rowid>?)", "SEARCH s USING INTEGER PRIMARY KEY (rowid=?)"}},
+		{"Scope", db.ScopeChanges, []any{5, 4096, "a", 100}, []string{"SEARCH changes USING INTEGER PRIMARY KEY (rowid>?)", "SEARCH scopes USING COVERING INDEX sqlite_autoindex_scopes_1 (name=?)"}},
+		{"Examined", db.ChangesExamined, []any{5, 4096}, []string{"SEARCH changes USING INTEGER PRIMARY KEY (rowid>?)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := queryPlan(t, raw, tc.query, tc.args...)
+			for _, want := range tc.want {
+				if !strings.Contains(got, want) {
+					t.Errorf("plan %q, want %q", got, want)
+				}
+			}
+			if strings.Contains(got, "TEMP B-TREE") || strings.Contains(got, "SCAN changes") || strings.Contains(got, "SCAN c ") {
+				t.Errorf("plan %q sorts or scans the whole feed", got)
+			}
+		})
+	}
+}
+
 func TestPruneQueryPlans(t *testing.T) {
 	// Every statement of a batch reaches its rows through an index: none
 	// walks the finished (or any other) rows of the table.
