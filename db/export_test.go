@@ -19,6 +19,10 @@ const (
 	EarliestWaitingDeadline = earliestWaitingDeadline
 )
 
+// ClaimScopeState is a claim's read of a scope's version and admission
+// state, for query-plan tests.
+const ClaimScopeState = claimScopeState
+
 // AllChanges, ScopeChanges and ChangesExamined are the feed's queries, for
 // query-plan tests.
 const (

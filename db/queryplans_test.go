@@ -48,6 +48,9 @@ func TestQueryPlans(t *testing.T) {
 		{"ExpiredLeases", `SELECT o.id FROM operations o INDEXED BY operations_running_lease JOIN scopes s ON s.id = o.scope_id WHERE o.state = 'running' AND o.lease_expires_at <= 5 ORDER BY o.lease_expires_at, o.id LIMIT 10`, "operations_running_lease", nil},
 		{"ListByScope", `SELECT o.id FROM operations o JOIN scopes s ON s.id = o.scope_id WHERE o.scope_id = 3 AND (o.created_at, o.id) < (5, 6) ORDER BY o.created_at DESC, o.id DESC LIMIT 10`, "operations_scope_created", nil},
 		{"ListByState", `SELECT id FROM operations WHERE state = 'held' ORDER BY created_at DESC, id DESC LIMIT 50`, "operations_state_created", nil},
+		// A claim reads each scope's version and admission state by its
+		// row ID.
+		{"ClaimScopeState", db.ClaimScopeState, "SEARCH s USING INTEGER PRIMARY KEY (rowid=?)", []any{1}},
 		// The claim leases its batch by row ID, never by scanning the
 		// scheduled rows of the state index.
 		{"ClaimByRowID", db.ClaimUpdate, "INTEGER PRIMARY KEY", []any{1, 2, "[1,2]"}},

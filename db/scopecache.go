@@ -77,6 +77,10 @@ func (c *scopeCache) put(cs cachedScope) {
 	}
 }
 
+// claimScopeState reads the configuration version and the admission
+// state of the scope with row ID ?1 (see scopeByID for the CAST).
+const claimScopeState = `SELECT s.config_version, ` + scopeStateColumns + scopeFrom + scopeByID
+
 // claimScope reads the scope with row ID id as a claim hands it out: its
 // admission state and in-flight count as tx sees them, and its
 // configuration with the credentials' values, from the cache while the
@@ -88,8 +92,7 @@ func (db *DB) claimScope(ctx context.Context, tx *sql.Tx, id int64) (scheduler.S
 		st      scopeState
 		version int64
 	)
-	err := tx.QueryRowContext(ctx, `SELECT s.config_version, `+scopeStateColumns+scopeFrom+`WHERE s.id = ?`, id).
-		Scan(append([]any{&version}, st.dest(&s)...)...)
+	err := tx.QueryRowContext(ctx, claimScopeState, id).Scan(append([]any{&version}, st.dest(&s)...)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return scheduler.Scope{}, fmt.Errorf("scope row %d: %w", id, scheduler.ErrNotFound)
 	} else if err != nil {
