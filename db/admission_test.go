@@ -23,6 +23,11 @@ import (
 func TestNextWakeIsWhenTheClaimAdmits(t *testing.T) {
 	d, path := newTestDB(t)
 	raw := rawDB(t, path)
+	// The schema refuses to delete a scope (the feed names changes by
+	// their scope's row); this test starts each state afresh on one file.
+	if _, err := raw.Exec(`DROP TRIGGER scopes_never_deleted`); err != nil {
+		t.Fatal(err)
+	}
 	rapid.Check(t, func(rt *rapid.T) {
 		ctx := context.Background()
 		// One database, emptied for each state.

@@ -67,7 +67,15 @@ func BenchmarkEnqueue(b *testing.B) {
 // outside the timer, so at most 64 run at once, as under the engine. One op
 // is one claimed operation.
 func BenchmarkClaimBatch(b *testing.B) {
-	benchClaimComplete(b, true, nil)
+	benchClaimComplete(b, true, 64, nil)
+}
+
+// BenchmarkClaimSmallBatch is BenchmarkClaimBatch with claims of up to 4
+// operations, as the engine's claims are when it claims again as soon as
+// a worker frees up (issue 15): each claim reads up to 4 scopes. One op
+// is one claimed operation.
+func BenchmarkClaimSmallBatch(b *testing.B) {
+	benchClaimComplete(b, true, 4, nil)
 }
 
 // BenchmarkClaimBatchDurable is BenchmarkClaimBatch where every claim is
@@ -75,20 +83,20 @@ func BenchmarkClaimBatch(b *testing.B) {
 // is followed by a small commit with synchronous=FULL, one WAL sync per
 // batch (see scheduler.ClaimParams.Durable).
 func BenchmarkClaimBatchDurable(b *testing.B) {
-	benchClaimComplete(b, true, func(scheduler.Claim) bool { return true })
+	benchClaimComplete(b, true, 64, func(scheduler.Claim) bool { return true })
 }
 
 // BenchmarkComplete records successful attempts, 64 per transaction (a
 // group commit of a busy engine); the claims run outside the timer. One op
 // is one completion.
 func BenchmarkComplete(b *testing.B) {
-	benchClaimComplete(b, false, nil)
+	benchClaimComplete(b, false, 64, nil)
 }
 
 // benchClaimComplete enqueues b.N operations, then claims and completes
-// them 64 at a time, timing only the claims or only the completions;
+// them batch at a time, timing only the claims or only the completions;
 // durable is the claims' ClaimParams.Durable.
-func benchClaimComplete(b *testing.B, timeClaims bool, durable func(scheduler.Claim) bool) {
+func benchClaimComplete(b *testing.B, timeClaims bool, batch int, durable func(scheduler.Claim) bool) {
 	d := openBenchDB(b)
 	ctx := context.Background()
 	ops := benchOps("c", b.N)
@@ -102,7 +110,7 @@ func benchClaimComplete(b *testing.B, timeClaims bool, durable func(scheduler.Cl
 		if !timeClaims {
 			b.StopTimer()
 		}
-		claims, err := d.ClaimDue(ctx, scheduler.ClaimParams{Now: t0, Limit: min(64, b.N-done), LeaseFor: time.Minute, Durable: durable})
+		claims, err := d.ClaimDue(ctx, scheduler.ClaimParams{Now: t0, Limit: min(batch, b.N-done), LeaseFor: time.Minute, Durable: durable})
 		if err != nil || len(claims) == 0 {
 			b.Fatalf("claim: %d %v", len(claims), err)
 		}

@@ -497,18 +497,16 @@ const claimedColumns = `id, scope_id, operation_id, '', '', kind, method, path,
 
 // withScopes pairs operations with their scopes, reading each scope once:
 // the claims' scopes, the only ones the store returns with their
-// credentials' values (withSecrets).
+// credentials' values (claimScope: opened once per configuration
+// version).
 func (db *DB) withScopes(ctx context.Context, tx *sql.Tx, ops []opRow) ([]scheduler.Claim, error) {
 	scopes := map[int64]scheduler.Scope{}
 	claims := make([]scheduler.Claim, 0, len(ops))
 	for _, r := range ops {
 		s, ok := scopes[r.scopeID]
 		if !ok {
-			sr, err := db.findScopeByID(ctx, tx, r.scopeID)
-			if err != nil {
-				return nil, err
-			}
-			if s, err = db.withSecrets(sr); err != nil {
+			var err error
+			if s, err = db.claimScope(ctx, tx, r.scopeID); err != nil {
 				return nil, err
 			}
 			scopes[r.scopeID] = s

@@ -63,6 +63,9 @@ type DB struct {
 	// writer is what the writer's connection reports to: whether its
 	// writes succeed (Writable) and its commits (OnCommit).
 	writer *writerHooks
+	// scopes are the opened configurations of the scopes claims handed
+	// out (claimScope).
+	scopes *scopeCache
 
 	// claimCommitting, when set (by tests), is called with the claims and
 	// the connection's PRAGMA synchronous just before a claim commits.
@@ -71,6 +74,9 @@ type DB struct {
 	// PRAGMA synchronous just before the commit that syncs a durable claim
 	// (syncWAL); an error it returns fails that sync.
 	walSyncing func(synchronous int) error
+	// credentialsOpening, when set (by tests), is called with the scope's
+	// name each time sealed credentials are opened.
+	credentialsOpening func(scope string)
 }
 
 // connRole selects the per-connection settings of connect.
@@ -164,7 +170,7 @@ func Open(path string, opts Options) (*DB, error) {
 		readConns = DefaultReadConns
 	}
 
-	db := &DB{path: abs, aead: aead, writer: &writerHooks{}}
+	db := &DB{path: abs, aead: aead, writer: &writerHooks{}, scopes: newScopeCache(scopeCacheSize)}
 	if db.write, err = connect(abs, roleWriter, db.writer); err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}

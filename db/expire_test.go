@@ -68,7 +68,7 @@ func TestMigrationMarksMaybeApplied(t *testing.T) {
 	}
 }
 
-// undoResourceBudgets takes a database from version 10 back to 5.
+// undoResourceBudgets takes a database from version 11 back to 5.
 const undoResourceBudgets = undoCredentialTypes + `
 	DROP TRIGGER scopes_default_budget;
 	DROP TABLE scope_routes;
@@ -78,26 +78,67 @@ const undoResourceBudgets = undoCredentialTypes + `
 	CREATE INDEX operations_due ON operations (scope_id, next_attempt_at) WHERE state IN ('scheduled', 'waitingForBudget');
 	PRAGMA user_version = 5;`
 
-// undoRunningIndex takes a database from version 10 back to 9.
+// undoRunningIndex takes a database from version 11 back to 10.
 const undoRunningIndex = `
 	DROP INDEX operations_running;
 	CREATE INDEX operations_running_scope ON operations (scope_id) WHERE state = 'running';
 	CREATE INDEX operations_running_lease ON operations (lease_expires_at) WHERE state = 'running';
+	PRAGMA user_version = 10;`
+
+// undoSlimFeed takes a database from version 11 back to 9: the feed's rows
+// name their scope again (an orphan's kept name included), with the
+// per-scope index and the version 1 triggers; the scopes lose their
+// configuration version and the triggers that refuse a rename or delete.
+const undoSlimFeed = undoRunningIndex + `
+	DROP TRIGGER scopes_config_version;
+	DROP TRIGGER scopes_config_version_insert;
+	ALTER TABLE scopes DROP COLUMN config_version;
+	DROP TABLE scope_config_clock;
+	DROP TRIGGER scopes_never_renamed;
+	DROP TRIGGER scopes_never_deleted;
+	DROP TRIGGER operations_changes_insert;
+	DROP TRIGGER operations_changes_update;
+	CREATE TABLE changes_v9 (
+		seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+		operation_id TEXT    NOT NULL,
+		scope        TEXT    NOT NULL,
+		state        TEXT    NOT NULL,
+		at           INTEGER NOT NULL
+	) STRICT;
+	INSERT INTO changes_v9 (seq, operation_id, scope, state, at)
+		SELECT c.seq, c.operation_id, coalesce(s.name, c.orphan_scope), c.state, c.at
+		FROM changes c LEFT JOIN scopes s ON s.id = c.scope_id ORDER BY c.seq;
+	DELETE FROM sqlite_sequence WHERE name = 'changes_v9';
+	INSERT INTO sqlite_sequence (name, seq) SELECT 'changes_v9', seq FROM sqlite_sequence WHERE name = 'changes';
+	DROP TABLE changes;
+	ALTER TABLE changes_v9 RENAME TO changes;
+	CREATE INDEX changes_scope ON changes (scope, seq);
+	CREATE TRIGGER operations_changes_insert AFTER INSERT ON operations
+	BEGIN
+		INSERT INTO changes (operation_id, scope, state, at)
+		VALUES (NEW.operation_id, (SELECT name FROM scopes WHERE id = NEW.scope_id), NEW.state, NEW.updated_at);
+	END;
+	CREATE TRIGGER operations_changes_update AFTER UPDATE OF state ON operations
+	WHEN NEW.state IS NOT OLD.state
+	BEGIN
+		INSERT INTO changes (operation_id, scope, state, at)
+		VALUES (NEW.operation_id, (SELECT name FROM scopes WHERE id = NEW.scope_id), NEW.state, NEW.updated_at);
+	END;
 	PRAGMA user_version = 9;`
 
-// undoStaffRoles takes a database from version 10 back to 8.
-const undoStaffRoles = undoRunningIndex + `
+// undoStaffRoles takes a database from version 11 back to 8.
+const undoStaffRoles = undoSlimFeed + `
 	ALTER TABLE users DROP COLUMN role;
 	ALTER TABLE users DROP COLUMN failed_signins;
 	PRAGMA user_version = 8;`
 
-// undoReleasedFrom takes a database from version 10 back to 7.
+// undoReleasedFrom takes a database from version 11 back to 7.
 const undoReleasedFrom = undoStaffRoles + `
 	ALTER TABLE operations DROP COLUMN released_from_state;
 	ALTER TABLE operations DROP COLUMN released_from_reason;
 	PRAGMA user_version = 7;`
 
-// undoCredentialTypes takes a database from version 10 back to 6.
+// undoCredentialTypes takes a database from version 11 back to 6.
 const undoCredentialTypes = undoReleasedFrom + `
 	ALTER TABLE scopes DROP COLUMN credential_type;
 	PRAGMA user_version = 6;`
@@ -167,7 +208,7 @@ func TestMigrationMovesBudgets(t *testing.T) {
 	}
 }
 
-// Migration 10 (one index of running rows) on a database with live
+// Migration 11 (one index of running rows) on a database with live
 // leases: the leases still count against their scope's concurrency, are
 // found by recovery and NextWake, and their completions apply.
 func TestMigrationRunningIndexKeepsLiveLeases(t *testing.T) {

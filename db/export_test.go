@@ -19,6 +19,18 @@ const (
 	EarliestWaitingDeadline = earliestWaitingDeadline
 )
 
+// ClaimScopeState is a claim's read of a scope's version and admission
+// state, for query-plan tests.
+const ClaimScopeState = claimScopeState
+
+// AllChanges, ScopeChanges and ChangesExamined are the feed's queries, for
+// query-plan tests.
+const (
+	AllChanges      = allChanges
+	ScopeChanges    = scopeChanges
+	ChangesExamined = changesExamined
+)
+
 // SetMaxPageCount bounds the database at n pages on the writer's
 // connection, as a full disk would (PRAGMA max_page_count), and returns
 // the page count it had; n 0 lifts the bound.
@@ -45,6 +57,15 @@ func (db *DB) OnClaimCommit(f func(claims []scheduler.Claim, synchronous int)) {
 func (db *DB) OnWALSync(f func(synchronous int) error) {
 	db.walSyncing = f
 }
+
+// OnCredentialsOpen calls f with the scope's name each time the store
+// opens sealed credentials.
+func (db *DB) OnCredentialsOpen(f func(scope string)) {
+	db.credentialsOpening = f
+}
+
+// ScopeCacheSize is how many scopes' opened configurations a store keeps.
+const ScopeCacheSize = scopeCacheSize
 
 // WriterSynchronous returns the writer connection's PRAGMA synchronous.
 func (db *DB) WriterSynchronous() (int, error) {

@@ -32,7 +32,7 @@ func openReadOnly(path string, allowNew bool) (*DB, error) {
 		return nil, err
 	}
 	read.SetMaxOpenConns(1)
-	db := &DB{path: abs, read: read}
+	db := &DB{path: abs, read: read, scopes: newScopeCache(scopeCacheSize)}
 	if err := db.recognize(context.Background(), path, allowNew); err != nil {
 		read.Close()
 		return nil, err

@@ -46,7 +46,8 @@ func migrations() []string {
 		// pacer users unlock (design §14).
 		`ALTER TABLE users ADD COLUMN role TEXT NOT NULL DEFAULT 'operator' CHECK (role IN ('viewer', 'operator'));
 		ALTER TABLE users ADD COLUMN failed_signins INTEGER NOT NULL DEFAULT 0 CHECK (failed_signins >= 0);`,
-		runningIndex, // version 10
+		slimFeedAndScopeVersions, // version 10
+		runningIndex,             // version 11
 	}
 }
 
@@ -148,6 +149,86 @@ ALTER TABLE operations ADD COLUMN resource TEXT NOT NULL DEFAULT '';
 DROP INDEX operations_due;
 CREATE INDEX operations_due ON operations (scope_id, resource, next_attempt_at)
     WHERE state IN ('scheduled', 'waitingForBudget');
+`
+
+// slimFeedAndScopeVersions (issue 15: the hot path) makes two hot writes
+// cheaper and the claim's scope read cacheable:
+//   - A change row carries its operation's scope_id, not the scope's name
+//     looked up per row, and the feed has no per-scope index: a read of one
+//     scope scans the feed in seq order, bounded (db.ListChanges), and the
+//     name is joined when read. Scopes are never renamed or deleted (no
+//     statement of pacer does either; the triggers below refuse it), so the
+//     name joined is the name the change was recorded under. A change whose
+//     name matched no scope when this step ran (the file was edited by
+//     hand) keeps its name in orphan_scope, its scope_id NULL. The table is
+//     rebuilt with its seq values, and the newest seq ever assigned is kept
+//     (sqlite_sequence), so no cursor is invalidated or reused.
+//   - scopes.config_version changes, by trigger, with every update of a
+//     column the claim hands to the worker as configuration (provider, base
+//     URL, credentials, profile, idempotency header, limits); the admission
+//     state (hold, pauses, rate slot, budgets, updated_at) leaves it alone.
+//     Versions come from one database-wide clock (scope_config_clock), so
+//     a version is never given to two configurations, not even to a scope
+//     that reuses the row ID of one deleted by hand. A claim reuses the
+//     scope it opened before while the version is the same
+//     (db.scopeCache).
+const slimFeedAndScopeVersions = `
+DROP TRIGGER operations_changes_insert;
+DROP TRIGGER operations_changes_update;
+CREATE TABLE changes_v10 (
+    seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+    operation_id TEXT    NOT NULL,
+    scope_id     INTEGER,
+    orphan_scope TEXT,
+    state        TEXT    NOT NULL,
+    at           INTEGER NOT NULL,
+    CHECK ((scope_id IS NULL) <> (orphan_scope IS NULL))
+) STRICT;
+INSERT INTO changes_v10 (seq, operation_id, scope_id, orphan_scope, state, at)
+    SELECT c.seq, c.operation_id, s.id, CASE WHEN s.id IS NULL THEN c.scope END, c.state, c.at
+    FROM changes c LEFT JOIN scopes s ON s.name = c.scope ORDER BY c.seq;
+DELETE FROM sqlite_sequence WHERE name = 'changes_v10';
+INSERT INTO sqlite_sequence (name, seq) SELECT 'changes_v10', seq FROM sqlite_sequence WHERE name = 'changes';
+DROP TABLE changes;
+ALTER TABLE changes_v10 RENAME TO changes;
+CREATE TRIGGER operations_changes_insert AFTER INSERT ON operations
+BEGIN
+    INSERT INTO changes (operation_id, scope_id, state, at)
+    VALUES (NEW.operation_id, NEW.scope_id, NEW.state, NEW.updated_at);
+END;
+CREATE TRIGGER operations_changes_update AFTER UPDATE OF state ON operations
+WHEN NEW.state IS NOT OLD.state
+BEGIN
+    INSERT INTO changes (operation_id, scope_id, state, at)
+    VALUES (NEW.operation_id, NEW.scope_id, NEW.state, NEW.updated_at);
+END;
+CREATE TRIGGER scopes_never_renamed BEFORE UPDATE OF name ON scopes
+WHEN NEW.name IS NOT OLD.name
+BEGIN
+    SELECT RAISE(ABORT, 'a scope is never renamed: the change feed names it by its row');
+END;
+CREATE TRIGGER scopes_never_deleted BEFORE DELETE ON scopes
+BEGIN
+    SELECT RAISE(ABORT, 'a scope is never deleted: the change feed names it by its row');
+END;
+CREATE TABLE scope_config_clock (
+    id   INTEGER PRIMARY KEY CHECK (id = 1),
+    last INTEGER NOT NULL
+) STRICT;
+INSERT INTO scope_config_clock (id, last) SELECT 1, coalesce(max(id), 0) FROM scopes;
+ALTER TABLE scopes ADD COLUMN config_version INTEGER NOT NULL DEFAULT 0;
+UPDATE scopes SET config_version = id;
+CREATE TRIGGER scopes_config_version_insert AFTER INSERT ON scopes
+BEGIN
+    UPDATE scope_config_clock SET last = last + 1;
+    UPDATE scopes SET config_version = (SELECT last FROM scope_config_clock) WHERE id = NEW.id;
+END;
+CREATE TRIGGER scopes_config_version AFTER UPDATE OF provider, base_url, credentials, credential_type,
+    idempotency_header, profile_spec, max_concurrent, rate_requests, rate_per_ms, limit_group, budget_reserve ON scopes
+BEGIN
+    UPDATE scope_config_clock SET last = last + 1;
+    UPDATE scopes SET config_version = (SELECT last FROM scope_config_clock) WHERE id = NEW.id;
+END;
 `
 
 // SchemaVersion is the schema version this binary writes and expects

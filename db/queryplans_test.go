@@ -47,6 +47,9 @@ func TestQueryPlans(t *testing.T) {
 		{"LeaseExpiry", `SELECT MIN(lease_expires_at) FROM operations INDEXED BY operations_running WHERE state = 'running'`, "operations_running", nil},
 		{"ListByScope", `SELECT o.id FROM operations o JOIN scopes s ON s.id = o.scope_id WHERE o.scope_id = 3 AND (o.created_at, o.id) < (5, 6) ORDER BY o.created_at DESC, o.id DESC LIMIT 10`, "operations_scope_created", nil},
 		{"ListByState", `SELECT id FROM operations WHERE state = 'held' ORDER BY created_at DESC, id DESC LIMIT 50`, "operations_state_created", nil},
+		// A claim reads each scope's version and admission state by its
+		// row ID.
+		{"ClaimScopeState", db.ClaimScopeState, "SEARCH s USING INTEGER PRIMARY KEY (rowid=?)", []any{1}},
 		// The claim leases its batch by row ID, never by scanning the
 		// scheduled rows of the state index.
 		{"ClaimByRowID", db.ClaimUpdate, "INTEGER PRIMARY KEY", []any{1, 2, "[1,2]"}},
@@ -86,6 +89,35 @@ func TestQueryPlans(t *testing.T) {
 	expired := `SELECT o.id FROM operations o INDEXED BY operations_running JOIN scopes s ON s.id = o.scope_id WHERE o.state = 'running' AND o.lease_expires_at <= 5 ORDER BY o.lease_expires_at, o.id LIMIT 10`
 	if got := queryPlan(t, raw, expired); !strings.Contains(got, "operations_running") {
 		t.Fatalf("expired leases: plan %q, want the running index", got)
+	}
+}
+
+// The feed's reads walk the changes table by its primary key from the
+// cursor and sort nothing; a read of one scope finds the scope by its
+// unique name once, and has no per-scope index to use.
+func TestChangesQueryPlans(t *testing.T) {
+	_, path := newTestDB(t)
+	raw := rawDB(t, path)
+	for _, tc := range []struct {
+		name, query string
+		args        []any
+		want        []string
+	}{
+		{"All", db.AllChanges, []any{5, 100}, []string{"SEARCH c USING INTEGER PRIMARY KEY (rowid>?)", "SEARCH s USING INTEGER PRIMARY KEY (rowid=?)"}},
+		{"Scope", db.ScopeChanges, []any{5, 4096, "a", 100}, []string{"SEARCH changes USING INTEGER PRIMARY KEY (rowid>?)", "SEARCH scopes USING COVERING INDEX sqlite_autoindex_scopes_1 (name=?)"}},
+		{"Examined", db.ChangesExamined, []any{5, 4096}, []string{"SEARCH changes USING INTEGER PRIMARY KEY (rowid>?)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := queryPlan(t, raw, tc.query, tc.args...)
+			for _, want := range tc.want {
+				if !strings.Contains(got, want) {
+					t.Errorf("plan %q, want %q", got, want)
+				}
+			}
+			if strings.Contains(got, "TEMP B-TREE") || strings.Contains(got, "SCAN changes") || strings.Contains(got, "SCAN c ") {
+				t.Errorf("plan %q sorts or scans the whole feed", got)
+			}
+		})
 	}
 }
 

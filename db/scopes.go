@@ -13,26 +13,36 @@ import (
 )
 
 // scopeColumns are the columns scanScope reads, in order, for table alias s
-// and its default budget b (scopeFrom). The last two are the end of every
-// pause (scopePausedUntil) and the in-flight count, derived from running
-// rows.
-const scopeColumns = `s.id, s.name, s.provider, s.base_url, s.credentials, s.idempotency_header,
-	s.max_concurrent, s.rate_requests, s.rate_per_ms, s.hold_reason, s.paused_until, s.pause_reason,
-	b.remaining, b."limit", b.reset_at, COALESCE(b.paused_until, 0), COALESCE(b.pause_reason, ''), s.created_at, s.updated_at,
-	s.limit_group, s.budget_reserve,
-	s.profile_spec, ` + scopePausedUntil + `,
-	` + scopeRunning + `, s.credential_type`
+// and its default budget b (scopeFrom): the configuration
+// (scopeConfigColumns), then the admission state (scopeStateColumns).
+const scopeColumns = scopeConfigColumns + `, ` + scopeStateColumns
+
+// scopeConfigColumns are a scope's configuration as a claim hands it to
+// the worker, and config_version, which changes with any of them
+// (migration 10); its ID and creation time never change.
+const scopeConfigColumns = `s.id, s.name, s.provider, s.base_url, s.credentials, s.credential_type, s.idempotency_header,
+	s.max_concurrent, s.rate_requests, s.rate_per_ms, s.limit_group, s.budget_reserve, s.profile_spec,
+	s.created_at, s.config_version`
+
+// scopeStateColumns are a scope's admission state (scopeState): its hold
+// and pause, its default budget, its update time, the end of every pause
+// (scopePausedUntil) and the in-flight count, derived from running rows.
+const scopeStateColumns = `s.hold_reason, s.paused_until, s.pause_reason,
+	b.remaining, b."limit", b.reset_at, COALESCE(b.paused_until, 0), COALESCE(b.pause_reason, ''), s.updated_at,
+	` + scopePausedUntil + `, ` + scopeRunning
 
 // scopeFrom is the FROM clause that goes with scopeColumns.
 const scopeFrom = ` FROM scopes s ` + defaultBudgetJoin
 
-// scopeRow is a scope as stored, with its row ID. Its Scope's Credentials
-// carry only their type, as every scope the store returns outside a claim
-// does; sealed is the sealed blob, opened only for a claim (withSecrets)
-// and for PutScope's comparison of old and new values (openSecrets).
+// scopeRow is a scope as stored, with its row ID and configuration
+// version. Its Scope's Credentials carry only their type, as every scope
+// the store returns outside a claim does; sealed is the sealed blob,
+// opened only for a claim (withSecrets) and for PutScope's comparison of
+// old and new values (openSecrets).
 type scopeRow struct {
-	id     int64
-	sealed []byte
+	id      int64
+	version int64
+	sealed  []byte
 	// secrets are the opened credentials once openSecrets ran.
 	secrets *scheduler.Credentials
 	scheduler.Scope
@@ -70,20 +80,16 @@ func (db *DB) withSecrets(sr scopeRow) (scheduler.Scope, error) {
 // the row with a *CredentialsError.
 func (db *DB) scanScope(row interface{ Scan(...any) error }) (scopeRow, error) {
 	var (
-		sr                                    scopeRow
-		rateRequests, ratePerMS               sql.NullInt64
-		hold, credType                        sql.NullString
-		pausedUntil, createdAt, updatedAt     int64
-		budgetPausedUntil                     int64
-		pauseEnds                             int64
-		budgetRemaining, budgetLimit, resetAt sql.NullInt64
-		profileSpec                           sql.NullString
+		sr                      scopeRow
+		rateRequests, ratePerMS sql.NullInt64
+		credType, profileSpec   sql.NullString
+		createdAt               int64
+		st                      scopeState
 	)
 	s := &sr.Scope
-	err := row.Scan(&sr.id, &s.Name, &s.Provider, &s.BaseURL, &sr.sealed, &s.IdempotencyHeader,
-		&s.MaxConcurrent, &rateRequests, &ratePerMS, &hold, &pausedUntil, &s.PauseReason,
-		&budgetRemaining, &budgetLimit, &resetAt, &budgetPausedUntil, &s.BudgetPauseReason, &createdAt, &updatedAt,
-		&s.Group, &s.BudgetReserve, &profileSpec, &pauseEnds, &s.InFlight, &credType)
+	err := row.Scan(append([]any{&sr.id, &s.Name, &s.Provider, &s.BaseURL, &sr.sealed, &credType, &s.IdempotencyHeader,
+		&s.MaxConcurrent, &rateRequests, &ratePerMS, &s.Group, &s.BudgetReserve, &profileSpec,
+		&createdAt, &sr.version}, st.dest(s)...)...)
 	if err != nil {
 		return scopeRow{}, err
 	}
@@ -93,15 +99,8 @@ func (db *DB) scanScope(row interface{ Scan(...any) error }) (scopeRow, error) {
 	if rateRequests.Valid {
 		s.RateLimit = &scheduler.RateLimit{Requests: int(rateRequests.Int64), Per: time.Duration(ratePerMS.Int64) * time.Millisecond}
 	}
-	s.HoldReason = scheduler.HoldReason(hold.String)
-	s.PausedUntil = fromMillis(pausedUntil)
-	s.PauseEnds = fromMillis(pauseEnds)
-	s.BudgetPausedUntil = fromMillis(budgetPausedUntil)
-	if budgetRemaining.Valid {
-		s.Budget = &providers.Budget{Remaining: budgetRemaining.Int64, Limit: budgetLimit.Int64, ResetAt: fromNullMillis(resetAt)}
-	}
 	s.CreatedAt = fromMillis(createdAt)
-	s.UpdatedAt = fromMillis(updatedAt)
+	st.apply(s)
 	if credType.Valid {
 		s.Credentials = scheduler.Credentials{Type: scheduler.CredentialType(credType.String)}
 		return sr, nil
@@ -109,6 +108,35 @@ func (db *DB) scanScope(row interface{ Scan(...any) error }) (scopeRow, error) {
 	c, err := db.openSecrets(&sr)
 	s.Credentials = scheduler.Credentials{Type: c.Type}
 	return sr, err
+}
+
+// scopeState is a scope's admission state as scopeStateColumns give it.
+type scopeState struct {
+	hold                                      sql.NullString
+	pausedUntil, budgetPausedUntil, pauseEnds int64
+	updatedAt                                 int64
+	budgetRemaining, budgetLimit, budgetReset sql.NullInt64
+}
+
+// dest returns the scan destinations of scopeStateColumns, in order; the
+// texts and the in-flight count go straight to s.
+func (st *scopeState) dest(s *scheduler.Scope) []any {
+	return []any{&st.hold, &st.pausedUntil, &s.PauseReason,
+		&st.budgetRemaining, &st.budgetLimit, &st.budgetReset, &st.budgetPausedUntil, &s.BudgetPauseReason, &st.updatedAt,
+		&st.pauseEnds, &s.InFlight}
+}
+
+// apply sets s's admission state from the scanned row.
+func (st *scopeState) apply(s *scheduler.Scope) {
+	s.HoldReason = scheduler.HoldReason(st.hold.String)
+	s.PausedUntil = fromMillis(st.pausedUntil)
+	s.PauseEnds = fromMillis(st.pauseEnds)
+	s.BudgetPausedUntil = fromMillis(st.budgetPausedUntil)
+	s.Budget = nil
+	if st.budgetRemaining.Valid {
+		s.Budget = &providers.Budget{Remaining: st.budgetRemaining.Int64, Limit: st.budgetLimit.Int64, ResetAt: fromNullMillis(st.budgetReset)}
+	}
+	s.UpdatedAt = fromMillis(st.updatedAt)
 }
 
 // recordCredentialTypes records the credential type of the scopes sealed
@@ -463,9 +491,16 @@ func (db *DB) findScopeByName(ctx context.Context, tx *sql.Tx, name string) (sco
 	return sr, err
 }
 
+// scopeByID selects the scope s with row ID ?1 (of scopeFrom). The CAST
+// keeps SQLite from re-preparing the statement whenever the ID changes:
+// with a bare parameter, the planner carries its value through the join
+// to the default budget and marks the plan as depending on it (measured:
+// 8.7 µs against 4.1 µs per read when the ID alternates).
+const scopeByID = `WHERE s.id = CAST(?1 AS INTEGER)`
+
 // findScopeByID reads one scope by row ID.
 func (db *DB) findScopeByID(ctx context.Context, tx *sql.Tx, id int64) (scopeRow, error) {
-	sr, err := db.scanScope(tx.QueryRowContext(ctx, `SELECT `+scopeColumns+scopeFrom+`WHERE s.id = CAST(? AS INTEGER)`, id)) // CAST: see findDueOperations
+	sr, err := db.scanScope(tx.QueryRowContext(ctx, `SELECT `+scopeColumns+scopeFrom+scopeByID, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return scopeRow{}, fmt.Errorf("scope row %d: %w", id, scheduler.ErrNotFound)
 	}

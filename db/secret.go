@@ -69,6 +69,9 @@ func (e *CredentialsError) Error() string {
 // openCredentials decrypts a blob sealed for scope. Its errors are
 // *CredentialsError and never carry the plaintext.
 func (db *DB) openCredentials(scope string, blob []byte) (scheduler.Credentials, error) {
+	if db.credentialsOpening != nil {
+		db.credentialsOpening(scope)
+	}
 	plain, err := db.openSealed(scope, blob)
 	if err != nil {
 		return scheduler.Credentials{}, err

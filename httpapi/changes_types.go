@@ -20,7 +20,8 @@ type Change struct {
 
 // ChangeList is the body of GET /v1/changes: the changes after the
 // query's "after", oldest first, and Next, the "after" of the following
-// query (the last change's Seq, or the query's "after" when there is none).
+// query (scheduler.ChangePage.Next: the last change examined, which for a
+// query of one scope may lie past the last change returned).
 type ChangeList struct {
 	Changes []Change `json:"changes"`
 	Next    int64    `json:"next"`

@@ -14,6 +14,11 @@ const (
 	DefaultChangeLimit = 100
 	// MaxChangeLimit bounds one page of changes.
 	MaxChangeLimit = 1000
+	// MaxChangeScan bounds the changes one read of a scope's feed
+	// examines (Store.ListChanges): a read of a quiet scope behind many
+	// changes of others passes over at most this many and answers with
+	// where it stopped.
+	MaxChangeScan = 4096
 	// MaxChangeWait caps how long one long-poll waits; longer waits are
 	// shortened to it.
 	MaxChangeWait = 60 * time.Second
@@ -105,6 +110,21 @@ type ChangeFilter struct {
 	Limit int
 }
 
+// ChangeBatch is one read of the change feed (Store.ListChanges).
+type ChangeBatch struct {
+	// Changes are in Seq order.
+	Changes []Change
+	// Next is the After of the following read: the Seq of the last change
+	// the read examined, whether it returned it or passed over it (another
+	// scope's, in a read of one scope), or the read's After when it
+	// examined none. Every change of the filter up to Next was returned.
+	Next int64
+	// More says the read stopped at a bound (Limit changes returned, or
+	// MaxChangeScan examined) and the feed may go on after Next: the
+	// following read need not wait for a commit.
+	More bool
+}
+
 // ChangeQuery is one long-poll of the change feed.
 type ChangeQuery struct {
 	ChangeFilter
@@ -117,8 +137,10 @@ type ChangeQuery struct {
 type ChangePage struct {
 	// Changes are in Seq order; empty when the wait ended without any.
 	Changes []Change
-	// Next is the Seq of the last change returned, or the query's After
-	// when there is none: the After of the following query.
+	// Next is the After of the following query: the Seq of the last change
+	// examined (ChangeBatch.Next), which for a query of one scope may lie
+	// past the last change returned, or past the query's After on a page
+	// with none; the query's After when nothing was examined.
 	Next int64
 }
 
@@ -181,9 +203,14 @@ func (s *Service) Notifier() *Notifier { return s.changes }
 
 // Changes returns the changes after q.After, oldest first. When there is
 // none it waits up to q.Wait (capped at MaxChangeWait) for one to commit,
-// then answers with what it found, possibly nothing. A wait ends early
-// with an empty page when the Notifier is closed, and with ctx's error
-// when ctx ends (the client went away).
+// then answers with what it found, possibly nothing. A read of one scope
+// that passed over other scopes' changes waits on from where it stopped
+// (so a later read examines only newer changes), and answers at once,
+// empty, when it stopped at MaxChangeScan before the end of the feed: one
+// query examines a bounded part of the feed, and Next always moves past
+// what was examined, so a reader of a quiet scope advances and never
+// loops. A wait ends early with an empty page when the Notifier is
+// closed, and with ctx's error when ctx ends (the client went away).
 func (s *Service) Changes(ctx context.Context, q ChangeQuery) (ChangePage, error) {
 	v := &ValidationError{}
 	if q.After < 0 {
@@ -206,20 +233,23 @@ func (s *Service) Changes(ctx context.Context, q ChangeQuery) (ChangePage, error
 	}
 	wait := min(q.Wait, MaxChangeWait)
 	deadline := s.clock.Now().Add(wait)
+	f := q.ChangeFilter
 	for {
 		// Take the channel before reading, so a commit after the read
 		// still wakes this wait.
 		changed := s.changes.Changed()
-		cs, err := s.store.ListChanges(ctx, q.ChangeFilter)
+		b, err := s.store.ListChanges(ctx, f)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ChangePage{}, ctx.Err()
 			}
 			return ChangePage{}, err
 		}
-		if len(cs) > 0 {
-			return ChangePage{Changes: cs, Next: cs[len(cs)-1].Seq}, nil
+		if len(b.Changes) > 0 || b.More {
+			return ChangePage{Changes: b.Changes, Next: b.Next}, nil
 		}
+		// Nothing of the filter up to b.Next: wait for what follows it.
+		f.After = b.Next
 		left := deadline.Sub(s.clock.Now())
 		select {
 		case <-s.changes.Done():
@@ -227,7 +257,7 @@ func (s *Service) Changes(ctx context.Context, q ChangeQuery) (ChangePage, error
 		default:
 		}
 		if left <= 0 {
-			return ChangePage{Next: q.After}, nil
+			return ChangePage{Next: f.After}, nil
 		}
 		timer := s.clock.Timer(min(left, ChangePollInterval))
 		select {

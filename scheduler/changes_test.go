@@ -24,15 +24,15 @@ type feedStore struct {
 	empty chan struct{}
 }
 
-func (s feedStore) ListChanges(ctx context.Context, f scheduler.ChangeFilter) ([]scheduler.Change, error) {
-	cs, err := s.DB.ListChanges(ctx, f)
-	if err == nil && len(cs) == 0 {
+func (s feedStore) ListChanges(ctx context.Context, f scheduler.ChangeFilter) (scheduler.ChangeBatch, error) {
+	b, err := s.DB.ListChanges(ctx, f)
+	if err == nil && len(b.Changes) == 0 {
 		select {
 		case s.empty <- struct{}{}:
 		default:
 		}
 	}
-	return cs, err
+	return b, err
 }
 
 // feedHarness is a Service over a real store on a mock clock that never
@@ -221,6 +221,51 @@ func TestChangesLongPoll(t *testing.T) {
 		}
 	})
 
+	// A read of b that passed over a's change waits on from after it, and
+	// answers at the end of the wait with Next past it: a reader of a
+	// quiet scope advances, and was not answered at a's commit.
+	t.Run("ScopeFilterWaitsOnPastOtherScopes", func(t *testing.T) {
+		h := newFeedHarness(t)
+		h.scope("a", "https://api.example.com")
+		h.scope("b", "https://api.example.com")
+		done := h.poll(ctx, scheduler.ChangeQuery{ChangeFilter: scheduler.ChangeFilter{Scope: "b"}, Wait: 30 * time.Second})
+		h.waitEmptyRead()
+		h.enqueue("a-1", "a") // wakes the poll, which finds nothing of b
+		h.waitEmptyRead()
+		r := h.advanceUntil(t, done)
+		if r.err != nil || len(r.page.Changes) != 0 || r.page.Next != 1 {
+			t.Fatalf("page %+v, err %v: want empty with next 1 (past a-1)", r.page, r.err)
+		}
+		if waited := h.clock.Now().Sub(t0); waited < 30*time.Second {
+			t.Fatalf("returned after %v of clock time, before the 30s wait", waited)
+		}
+	})
+
+	// Behind more of a's changes than one read examines, a poll of b
+	// answers at once, empty, with Next where the read stopped: each
+	// query does bounded work, and the next one goes on from there.
+	t.Run("ScopeFilterBehindABacklogAnswersAtOnce", func(t *testing.T) {
+		h := newFeedHarness(t)
+		h.scope("a", "https://api.example.com")
+		h.scope("b", "https://api.example.com")
+		for n := 0; n < scheduler.MaxChangeScan+1; {
+			var in []scheduler.OperationInput
+			for ; n < scheduler.MaxChangeScan+1 && len(in) < scheduler.MaxBatch; n++ {
+				in = append(in, scheduler.OperationInput{ID: fmt.Sprintf("a-%d", n), Scope: "a", Method: "GET", Path: "/x"})
+			}
+			if _, err := h.svc.Enqueue(ctx, in, func(int) string { return "" }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r := receive(t, h.poll(ctx, scheduler.ChangeQuery{ChangeFilter: scheduler.ChangeFilter{Scope: "b"}, Wait: 30 * time.Second}), "behind a backlog")
+		if r.err != nil || len(r.page.Changes) != 0 || r.page.Next != scheduler.MaxChangeScan {
+			t.Fatalf("page %+v, err %v: want empty with next %d", r.page, r.err, scheduler.MaxChangeScan)
+		}
+		if got := h.clock.Now(); !got.Equal(t0) {
+			t.Fatalf("the clock moved to %v: the poll waited", got)
+		}
+	})
+
 	t.Run("AfterTheEndWaitsThenReturnsEmpty", func(t *testing.T) {
 		h := newFeedHarness(t)
 		h.scope("a", "https://api.example.com")
@@ -403,10 +448,11 @@ func TestChangesUnderConcurrentWriters(t *testing.T) {
 	if p, err := h.svc.Changes(ctx, scheduler.ChangeQuery{ChangeFilter: scheduler.ChangeFilter{After: after}}); err != nil || len(p.Changes) != 0 {
 		t.Fatalf("after the last: %+v, %v", p, err)
 	}
-	all, err := h.store.ListChanges(ctx, scheduler.ChangeFilter{Limit: scheduler.MaxChangeLimit})
+	b, err := h.store.ListChanges(ctx, scheduler.ChangeFilter{Limit: scheduler.MaxChangeLimit})
 	if err != nil {
 		t.Fatal(err)
 	}
+	all := b.Changes
 	if len(all) != len(seen) {
 		t.Fatalf("table holds %d changes, follower saw %d", len(all), len(seen))
 	}

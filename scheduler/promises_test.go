@@ -221,11 +221,11 @@ func (h *harness) expiredBy(id string, want scheduler.State, path string, prov *
 			h.t.Errorf("%s was sent %d times", id, n)
 		}
 	}
-	cs, err := h.store.ListChanges(context.Background(), scheduler.ChangeFilter{Limit: 1000})
+	b, err := h.store.ListChanges(context.Background(), scheduler.ChangeFilter{Limit: 1000})
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	if last := lastChange(cs, id); last.State != want {
+	if last := lastChange(b.Changes, id); last.State != want {
 		h.t.Errorf("%s: the change feed's last state is %q, want %s", id, last.State, want)
 	}
 }

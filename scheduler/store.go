@@ -193,13 +193,17 @@ type Store interface {
 	CountByState(ctx context.Context, now time.Time) (Counts, error)
 
 	// ListChanges returns up to f.Limit changes with Seq > f.After (of
-	// f.Scope only, when set), in Seq order. Seq is assigned at commit, is
-	// never reused, and a change with a higher Seq never becomes visible
-	// before one with a lower Seq: a reader that resumes after the last Seq
-	// it saw misses nothing the store still holds. When f.After cannot
+	// f.Scope only, when set), in Seq order, and the Next to read after
+	// (ChangeBatch). A read of one scope examines at most MaxChangeScan
+	// changes in Seq order, whichever scope they belong to; its Next is
+	// the last Seq it examined (More when it stopped at a bound), also when
+	// none of them was the scope's. Seq is assigned at commit, is never
+	// reused, and a change with a higher Seq never becomes visible before
+	// one with a lower Seq: a reader that resumes after the Next it was
+	// given misses nothing the store still holds. When f.After cannot
 	// continue (CheckFeedCursor, judged in the same read as the page) it
 	// returns the *FeedGapError instead.
-	ListChanges(ctx context.Context, f ChangeFilter) ([]Change, error)
+	ListChanges(ctx context.Context, f ChangeFilter) (ChangeBatch, error)
 
 	// OnCommit adds fn to the functions the store calls after each write
 	// transaction it commits, once a read can see the commit (none is

@@ -133,12 +133,12 @@ func ClaimedIDs(cs []scheduler.Claim) []string {
 // Feed lists changes with f and renders them as "seq:op:scope:state".
 func Feed(t testing.TB, d scheduler.Store, f scheduler.ChangeFilter) string {
 	t.Helper()
-	cs, err := d.ListChanges(context.Background(), f)
+	b, err := d.ListChanges(context.Background(), f)
 	if err != nil {
 		t.Fatalf("list changes %+v: %v", f, err)
 	}
-	parts := make([]string, len(cs))
-	for i, c := range cs {
+	parts := make([]string, len(b.Changes))
+	for i, c := range b.Changes {
 		parts[i] = fmt.Sprintf("%d:%s:%s:%s", c.Seq, c.OperationID, c.Scope, c.State)
 	}
 	return strings.Join(parts, " ")
@@ -161,15 +161,15 @@ func AllChanges(t testing.TB, d scheduler.Store) []scheduler.Change {
 	var all []scheduler.Change
 	var after int64
 	for {
-		cs, err := d.ListChanges(context.Background(), scheduler.ChangeFilter{After: after, Limit: scheduler.MaxChangeLimit})
+		b, err := d.ListChanges(context.Background(), scheduler.ChangeFilter{After: after, Limit: scheduler.MaxChangeLimit})
 		if err != nil {
 			t.Fatalf("list changes after %d: %v", after, err)
 		}
-		all = append(all, cs...)
-		if len(cs) < scheduler.MaxChangeLimit {
+		all = append(all, b.Changes...)
+		if !b.More {
 			return all
 		}
-		after = cs[len(cs)-1].Seq
+		after = b.Next
 	}
 }
 

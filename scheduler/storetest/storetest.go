@@ -60,6 +60,7 @@ var suite = []struct {
 	{"ReleaseHeldInScope", testReleaseHeldInScope},
 	{"ChangesFeed", testChangesFeed},
 	{"ListChanges", testListChanges},
+	{"ScopeFeedScanIsBounded", testScopeFeedScanIsBounded},
 	{"ExpireOverdue", testExpireOverdue},
 	{"ExpireOverdueBatches", testExpireOverdueBatches},
 	{"ExpireOverdueRefusesOtherStates", testExpireOverdueRefusesOtherStates},

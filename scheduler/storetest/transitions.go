@@ -504,11 +504,11 @@ func testExpireOverdue(t *testing.T, open Opener) {
 	if n := len(strings.Fields(added)); n != 3 {
 		t.Errorf("change feed gained %d entries (%q), want 3", n, added)
 	}
-	cs, err := d.ListChanges(ctx, scheduler.ChangeFilter{Limit: 1000})
+	b, err := d.ListChanges(ctx, scheduler.ChangeFilter{Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if last := cs[len(cs)-1]; !last.At.Equal(now) {
+	if last := b.Changes[len(b.Changes)-1]; !last.At.Equal(now) {
 		t.Errorf("change at %s, want %s", last.At, now)
 	}
 	// A second run finds nothing.
