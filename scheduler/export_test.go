@@ -9,3 +9,11 @@ const TestSecret = testSecret
 
 // PendingAttempts counts the decided attempts no tick has committed yet.
 func (e *Engine) PendingAttempts() int { return e.pendingAttempts() }
+
+// PendingEnqueues is how many Enqueue calls wait to be taken into a group
+// commit.
+func (s *Service) PendingEnqueues() int {
+	s.enqueues.mu.Lock()
+	defer s.enqueues.mu.Unlock()
+	return len(s.enqueues.pending)
+}
