@@ -33,6 +33,9 @@ type Service struct {
 	policy Policy
 	// wake is called after anything that may make work due now.
 	wake func()
+	// wakeFor is called after an enqueue created work due at a time
+	// (Engine.WakeFor).
+	wakeFor func(at time.Time)
 	// changes is signaled by the store after each commit (see New).
 	changes *Notifier
 	// enqueues group-commits concurrent Enqueue calls (newEnqueueGroup).
@@ -349,7 +352,15 @@ func (s *Service) Enqueue(ctx context.Context, ins []OperationInput, prefix func
 	if err != nil {
 		return nil, err
 	}
-	s.wake()
+	var due time.Time // the earliest new operation's
+	for i, r := range res {
+		if r.Created && (due.IsZero() || ops[i].NotBefore.Before(due)) {
+			due = ops[i].NotBefore
+		}
+	}
+	if !due.IsZero() {
+		s.wakeFor(due)
+	}
 	return res, nil
 }
 
