@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -23,6 +24,10 @@ import (
 // outcome, not an error). When the shared call fails as a whole, which
 // writes nothing, each member is committed again alone and answered with
 // its own result, so that no caller gets an error of another's making.
+// When the store fails every transaction (unavailable, or another process
+// holding its write lock), that costs as many failed transactions as the
+// group has members: as many as the calls would have made without the
+// group, each under its caller's own ctx.
 //
 // A caller whose ctx ends while it waits gets ctx.Err(): when its group
 // had not been taken yet nothing of it is written; when its group was
@@ -47,6 +52,10 @@ type groupCommit[In, Out any] struct {
 	leading bool // a leader is elected or committing; false only when pending is empty
 	pending []*groupMember[In, Out]
 }
+
+// errCommitPanicked answers the members of a group whose commit panicked;
+// the panic goes on in the leader's goroutine.
+var errCommitPanicked = errors.New("group commit: the commit panicked")
 
 // groupMember is one waiting call.
 type groupMember[In, Out any] struct {
@@ -131,8 +140,16 @@ func (g *groupCommit[In, Out]) lead(m *groupMember[In, Out]) (Out, error) {
 	g.mu.Lock()
 	group := g.take()
 	g.mu.Unlock()
+	defer g.answer(group, m) // even when commit panics, so nobody waits for ever
 	g.write(group)
+	return m.out, m.err
+}
+
+// answer answers the members of group but m (the leader, which returns
+// its own) and hands the lead on.
+func (g *groupCommit[In, Out]) answer(group []*groupMember[In, Out], m *groupMember[In, Out]) {
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	for _, b := range group {
 		b.answered = true
 		if b != m {
@@ -140,8 +157,6 @@ func (g *groupCommit[In, Out]) lead(m *groupMember[In, Out]) (Out, error) {
 		}
 	}
 	g.handOn()
-	g.mu.Unlock()
-	return m.out, m.err
 }
 
 // take removes the next group from pending: members in arrival order up
@@ -181,6 +196,9 @@ func (g *groupCommit[In, Out]) write(group []*groupMember[In, Out]) {
 			live = append(live, b)
 		}
 	}
+	for _, b := range live {
+		b.err = errCommitPanicked // until settled
+	}
 	switch len(live) {
 	case 0:
 		return
@@ -203,7 +221,7 @@ func (g *groupCommit[In, Out]) write(group []*groupMember[In, Out]) {
 		return
 	}
 	for i, b := range live {
-		b.out = outs[i]
+		b.out, b.err = outs[i], nil
 	}
 }
 
@@ -216,6 +234,6 @@ func (g *groupCommit[In, Out]) writeAlone(b *groupMember[In, Out]) {
 	case len(outs) != 1:
 		b.err = fmt.Errorf("group commit: %d outputs for 1 input", len(outs))
 	default:
-		b.out = outs[0]
+		b.out, b.err = outs[0], nil
 	}
 }

@@ -80,16 +80,23 @@ func start(t *testing.T, g *groupCommit[string, string], ctx context.Context, in
 	want := len(g.pending) + 1
 	g.mu.Unlock()
 	c := run(g, ctx, in)
+	waitPending(t, g, want)
+	return c
+}
+
+// waitPending waits until n calls wait in pending.
+func waitPending(t *testing.T, g *groupCommit[string, string], n int) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		g.mu.Lock()
-		n := len(g.pending)
+		got := len(g.pending)
 		g.mu.Unlock()
-		if n == want {
-			return c
+		if got == n {
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s did not join the group commit", in)
+			t.Fatalf("%d calls pending, want %d", got, n)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -238,5 +245,41 @@ func TestGroupCommitSkipsEndedMembers(t *testing.T) {
 	}
 	if got, want := f.recorded(), [][]string{{"m0", "m2"}}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("commits: %v, want %v", got, want)
+	}
+}
+
+// A commit that panics (in the leader's goroutine) still answers the
+// group's other members, with an error, and hands the lead on: later
+// calls commit.
+func TestGroupCommitSurvivesAPanickingCommit(t *testing.T) {
+	f := newFakeWrites(0)
+	commit := func(ctx context.Context, ins []string) ([]string, error) {
+		if slices.Contains(ins, "boom") {
+			panic("boom")
+		}
+		return f.commit(ctx, ins)
+	}
+	g := newGroupCommit(commit, nil, 0)
+	first := f.lead(g, "g")
+	panicked := make(chan any, 1)
+	g.mu.Lock()
+	want := len(g.pending) + 1
+	g.mu.Unlock()
+	go func() {
+		defer func() { panicked <- recover() }()
+		g.do(context.Background(), "boom")
+	}()
+	waitPending(t, g, want)
+	other := start(t, g, context.Background(), "other")
+	close(f.hold[0])
+	answer(t, first)
+	if p := <-panicked; p != "boom" {
+		t.Fatalf("leader recovered %v, want the commit's panic", p)
+	}
+	if got := answer(t, other); !errors.Is(got.err, errCommitPanicked) {
+		t.Fatalf("other: %+v, want errCommitPanicked", got)
+	}
+	if out, err := g.do(context.Background(), "after"); out != "<after>" || err != nil {
+		t.Fatalf("after: %q, %v", out, err)
 	}
 }
