@@ -10,13 +10,12 @@ import (
 )
 
 // groupCommit shares one store transaction among concurrent calls of the
-// same write: the engine's workers' completions, the API's enqueues. The
-// first caller to arrive leads: it takes what is pending (up to limit
-// items), writes it in one call of commit and answers every member of the
-// group; callers that arrive meanwhile wait, and the first of them leads
-// the next group once this one is answered, so no caller stays behind to
-// commit for others. It has no goroutine of its own, so it works the same
-// under Run and under a test's RunOnce.
+// same write (the API's enqueues: newEnqueueGroup). The first caller to
+// arrive leads: it takes what is pending (up to limit items), writes it in
+// one call of commit and answers every member of the group; callers that
+// arrive meanwhile wait, and the first of them leads the next group once
+// this one is answered, so no caller stays behind to commit for others.
+// It has no goroutine of its own.
 //
 // Every member gets what it would get called alone, in its arrival order:
 // commit processes its inputs in order, each seeing the writes of those
