@@ -44,9 +44,10 @@ func benchOps(prefix string, n int) []scheduler.NewOperation {
 }
 
 // BenchmarkEnqueue stores new operations in batches of 1 (one transaction
-// each) and of 1,000 (POST /v1/operations/batch). One op is one operation.
+// each), of 32 (a group commit of 32 concurrent POST /v1/operations) and
+// of 1,000 (POST /v1/operations/batch). One op is one operation.
 func BenchmarkEnqueue(b *testing.B) {
-	for _, batch := range []int{1, 1000} {
+	for _, batch := range []int{1, 32, 1000} {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
 			d := openBenchDB(b)
 			ops := benchOps("e", b.N)

@@ -66,6 +66,8 @@ type DB struct {
 	// scopes are the opened configurations of the scopes claims handed
 	// out (claimScope).
 	scopes *scopeCache
+	// idempotencies memoizes the scopes' idempotency for Enqueue.
+	idempotencies idempotencies
 
 	// claimCommitting, when set (by tests), is called with the claims and
 	// the connection's PRAGMA synchronous just before a claim commits.

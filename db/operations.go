@@ -146,7 +146,7 @@ func (db *DB) Enqueue(ctx context.Context, ops []scheduler.NewOperation, now tim
 	created := map[int64]int{} // row ID → index of a new operation's result
 	for i, op := range ops {
 		var rowID int64
-		if results[i], rowID, err = enqueueOne(ctx, tx, op, now, scopes); err != nil {
+		if results[i], rowID, err = enqueueOne(ctx, tx, op, now, scopes, &db.idempotencies); err != nil {
 			return nil, fmt.Errorf("enqueue %s: %w", op.ID, err)
 		}
 		if results[i].Created {
@@ -196,7 +196,7 @@ func identityHolder(ctx context.Context, tx *sql.Tx, scopeID int64, op scheduler
 // built from what was written, and its row ID returned, so that the state
 // and times its scope gives it are read back for the whole batch at once
 // (readReported).
-func enqueueOne(ctx context.Context, tx *sql.Tx, op scheduler.NewOperation, now time.Time, scopes map[string]scopeRef) (scheduler.EnqueueResult, int64, error) {
+func enqueueOne(ctx context.Context, tx *sql.Tx, op scheduler.NewOperation, now time.Time, scopes map[string]scopeRef, idem *idempotencies) (scheduler.EnqueueResult, int64, error) {
 	scope, ok := scopes[op.Scope]
 	if !ok {
 		var (
@@ -213,11 +213,9 @@ func enqueueOne(ctx context.Context, tx *sql.Tx, op scheduler.NewOperation, now 
 		case err != nil:
 			return scheduler.EnqueueResult{}, 0, err
 		default:
-			profile, err := decodeProfileSpec(spec)
-			if err != nil {
+			if scope.idem, err = idem.of(scope.provider, idemHeader, spec); err != nil {
 				return scheduler.EnqueueResult{}, 0, err
 			}
-			scope.idem = scheduler.ScopeIdempotency(scope.provider, idemHeader, profile)
 			if learned {
 				if scope.routes, err = scopeRoutes(ctx, tx, scope.id); err != nil {
 					return scheduler.EnqueueResult{}, 0, err

@@ -201,6 +201,12 @@ type Engine struct {
 	// pass runs out (its deadline plus DeadlineGrace), in Unix nanoseconds;
 	// 0 when none waits.
 	nextExpiry atomic.Int64
+	// sleepsUntil is when Run's sleep ends (scheduler-clock Unix
+	// nanoseconds), set before it sleeps; 0 from the start of each pass
+	// until then. enqueued says WakeFor let work enqueued meanwhile wait
+	// for that pass (so the loop counts it as busy). See WakeFor.
+	sleepsUntil atomic.Int64
+	enqueued    atomic.Bool
 }
 
 // newEngine returns an engine over store (New builds it).
@@ -229,6 +235,21 @@ func (e *Engine) Wake() {
 	case e.wake <- struct{}{}:
 	default:
 	}
+}
+
+// WakeFor asks the loop to look for work that becomes due at `at` (an
+// operation just committed): it wakes the loop, unless the loop sleeps
+// until no later than at, when the pass it runs then finds that work (or
+// learns when it is due) by itself; the loop still counts it as new work
+// for its housekeeping (busy). A pass that has begun, or a loop not yet
+// asleep, is always woken, as it may have read the store before the work
+// was committed. It never blocks.
+func (e *Engine) WakeFor(at time.Time) {
+	if until := e.sleepsUntil.Load(); until != 0 && until <= at.UnixNano() {
+		e.enqueued.Store(true)
+		return
+	}
+	e.Wake()
 }
 
 // Recover returns every lease left by an earlier process to the queue: the
@@ -447,6 +468,7 @@ func (e *Engine) InFlight() int { return int(e.inFlight.Load()) }
 func (e *Engine) Run(ctx context.Context) error {
 	failures := NewFailureLog(e.log, slog.LevelError, "engine pass")
 	for {
+		e.sleepsUntil.Store(0)
 		claimed, full, err := e.pass(ctx, false)
 		delay := e.cfg.PollInterval
 		if err != nil {
@@ -480,11 +502,13 @@ func (e *Engine) Run(ctx context.Context) error {
 				}
 			}
 		}
+		e.sleepsUntil.Store(e.clock.Now().Add(delay).UnixNano())
 		woken, ok := e.await(ctx, delay, err != nil, full)
 		if !ok {
 			return e.shutdown()
 		}
-		e.busy = e.busy || woken
+		// Work enqueued without a wake-up (WakeFor) counts as new work too.
+		e.busy = e.busy || woken || e.enqueued.Swap(false)
 	}
 	return e.shutdown()
 }

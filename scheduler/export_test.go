@@ -1,5 +1,7 @@
 package scheduler
 
+import "time"
+
 // Echoes lists the spellings in which a provider might echo v, each
 // written by a standard encoder.
 var Echoes = echoes
@@ -9,3 +11,19 @@ const TestSecret = testSecret
 
 // PendingAttempts counts the decided attempts no tick has committed yet.
 func (e *Engine) PendingAttempts() int { return e.pendingAttempts() }
+
+// PendingEnqueues is how many Enqueue calls wait to be taken into a group
+// commit.
+func (s *Service) PendingEnqueues() int {
+	s.enqueues.mu.Lock()
+	defer s.enqueues.mu.Unlock()
+	return len(s.enqueues.pending)
+}
+
+// SleepsUntil is when Run's sleep ends; zero while a pass runs.
+func (e *Engine) SleepsUntil() time.Time {
+	if ns := e.sleepsUntil.Load(); ns != 0 {
+		return time.Unix(0, ns).UTC()
+	}
+	return time.Time{}
+}

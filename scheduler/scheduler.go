@@ -75,7 +75,7 @@ func New(store Store, clk clock.Clock, cfg Config) (*Scheduler, error) {
 	}
 	changes := NewNotifier()
 	store.OnCommit(changes.Notify)
-	svc := &Service{store: store, clock: clk, policy: cfg.Policy, wake: engine.Wake, changes: changes}
+	svc := &Service{store: store, clock: clk, policy: cfg.Policy, wake: engine.Wake, wakeFor: engine.WakeFor, changes: changes, enqueues: newEnqueueGroup(store)}
 	return &Scheduler{Service: svc, Engine: engine, Pruner: pruner, Changes: changes, clock: clk, log: cfg.Logger}, nil
 }
 

@@ -33,8 +33,13 @@ type Service struct {
 	policy Policy
 	// wake is called after anything that may make work due now.
 	wake func()
+	// wakeFor is called after an enqueue created work due at a time
+	// (Engine.WakeFor).
+	wakeFor func(at time.Time)
 	// changes is signaled by the store after each commit (see New).
 	changes *Notifier
+	// enqueues group-commits concurrent Enqueue calls (newEnqueueGroup).
+	enqueues *groupCommit[enqueueCall, []EnqueueResult]
 }
 
 // Now is the scheduler's clock.
@@ -312,7 +317,13 @@ type OperationInput struct {
 // failure of any item rejects the whole call with one *ValidationError
 // naming every field at fault of every item (each item's Invalid fields
 // and what Enqueue finds), prefixed by prefix(i), so nothing is stored;
-// otherwise each item gets its own EnqueueResult.
+// otherwise each item gets its own EnqueueResult, once it is committed.
+// Concurrent calls share that transaction (group-committed, see
+// newEnqueueGroup) with the results of the calls made one after another
+// in arrival order. A call whose ctx ends while it waits returns
+// ctx.Err(), and its operations may still have been committed, as when a
+// client goes away while its transaction commits: enqueueing again with
+// the same IDs tells.
 func (s *Service) Enqueue(ctx context.Context, ins []OperationInput, prefix func(i int) string) ([]EnqueueResult, error) {
 	if n := len(ins); n == 0 || n > MaxBatch {
 		return nil, &ValidationError{Fields: []FieldError{{"operations", fmt.Sprintf("must hold 1 to %d operations (got %d)", MaxBatch, n)}}}
@@ -337,11 +348,19 @@ func (s *Service) Enqueue(ctx context.Context, ins []OperationInput, prefix func
 	if err := all.err(); err != nil {
 		return nil, err
 	}
-	res, err := s.store.Enqueue(ctx, ops, now)
+	res, err := s.enqueues.do(ctx, enqueueCall{ops: ops, now: now})
 	if err != nil {
 		return nil, err
 	}
-	s.wake()
+	var due time.Time // the earliest new operation's
+	for i, r := range res {
+		if r.Created && (due.IsZero() || ops[i].NotBefore.Before(due)) {
+			due = ops[i].NotBefore
+		}
+	}
+	if !due.IsZero() {
+		s.wakeFor(due)
+	}
 	return res, nil
 }
 

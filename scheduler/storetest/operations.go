@@ -452,7 +452,8 @@ func testFindOperations(t *testing.T, open Opener) {
 // key's retention (24h for a generic scope's header) before now, holds
 // it: the newcomer is rejected with ErrIdentityInUse naming the holder,
 // and writes nothing while the rest of its batch commits. A scope sent no
-// key, or another scope, is not concerned.
+// key, or another scope, is not concerned. The scope's configuration at
+// the enqueue decides (a header given or removed since counts).
 func testEnqueueIdentityInUse(t *testing.T, open Opener) {
 	ctx := context.Background()
 	d := open(t)
@@ -512,6 +513,16 @@ func testEnqueueIdentityInUse(t *testing.T, open Opener) {
 		t.Fatalf("op-3 is %s, want it unfinished", op.State)
 	}
 	inUse(withIdentity("op-6", "pay", "k2"), T0.Add(30*24*time.Hour), "op-3")
+
+	// The scope as it is now decides: one given a key header since holds
+	// its identities, one whose header is gone no longer does.
+	if _, _, err := d.PutScope(ctx, scheduler.ScopeConfig{Name: "plain", Provider: "generic", BaseURL: "https://pay.example",
+		MaxConcurrent: 4, IdempotencyHeader: "X-Request-Key"}, scheduler.Action{Actor: "test", At: T0, Reason: "key header"}); err != nil {
+		t.Fatal(err)
+	}
+	inUse(withIdentity("plain-3", "plain", "k1"), T0, "plain-")
+	PutScope(t, d, "pay-2", ScopeOpts{})
+	Enqueue(t, d, T0, withIdentity("other-scope-2", "pay-2", "k1"))
 }
 
 func testCountByState(t *testing.T, open Opener) {

@@ -31,7 +31,14 @@
 // the pacer binary uses over 20 s with an empty database and with a scope
 // held back only by its budget reserve (design §11 "Idle is idle").
 //
-// Usage: cd scripts/bench && go run . [-n 20000] [-only loopback,ceiling,river,pacer,pacer-lateness,river-lateness,scale,idle] [-lateness-rate 500] [-lateness-seconds 10]
+// Usage: cd scripts/bench && go run . [-n 20000] [-only loopback,ceiling,river,pacer,pacer-lateness,river-lateness,enqueue-single,scale,idle] [-lateness-rate 500] [-lateness-seconds 10] [-baseline-repo DIR]
+//
+// An enqueue-single row has 32 concurrent clients enqueue -n operations
+// through POST /v1/operations, one operation per request, each due an hour
+// later (so nothing is sent): enqueues per second and the pacer process's
+// CPU. With -baseline-repo (a checkout of an older commit, e.g. a git
+// worktree), the row runs against that repository's binary first
+// (enqueue-single@base) and the ratio is printed.
 //
 // The binary re-executes itself for the provider ("provider") and for the
 // loopback, ceiling and River runs ("loopback", "ceiling", "river",
@@ -91,23 +98,24 @@ func main() {
 		}
 	}
 	n := flag.Int("n", 20000, "operations per system")
-	only := flag.String("only", "loopback,ceiling,river,pacer,pacer-lateness,river-lateness", "comma-separated systems to run (loopback: HTTP calls alone, a reference; *-lateness: send time versus due time; scale: 1M stored vs empty, not in the default set; idle: CPU while every scope waits, not in the default set)")
+	only := flag.String("only", "loopback,ceiling,river,pacer,pacer-lateness,river-lateness,enqueue-single", "comma-separated systems to run (loopback: HTTP calls alone, a reference; *-lateness: send time versus due time; enqueue-single: 32 clients each posting one operation per request; scale: 1M stored vs empty, not in the default set; idle: CPU while every scope waits, not in the default set)")
 	workers := flag.Int("workers", 50, "HTTP workers for every system (pacer --workers)")
 	timeout := flag.Duration("timeout", 5*time.Minute, "bound on each system's run")
 	repo := flag.String("repo", "../..", "pacer repository root (for go build)")
+	baseline := flag.String("baseline-repo", "", "a second pacer repository root (an older commit's worktree): the enqueue-single row also runs against it, first, and prints the ratio")
 	var lc latenessConfig
 	flag.Float64Var(&lc.Rate, "lateness-rate", 500, "operations per second offered in the lateness runs (due times spread evenly)")
 	flag.Float64Var(&lc.Seconds, "lateness-seconds", 10, "seconds of due times in the lateness runs")
 	flag.StringVar(&lc.KeyHeader, "idempotency-header", "", "the pacer scopes' idempotency header (e.g. Idempotency-Key): their mutations then need no sync before they leave; empty: every claim batch is synced (design §11)")
 	flag.Parse()
-	if err := run(*n, *only, *workers, *timeout, *repo, lc); err != nil {
+	if err := run(*n, *only, *workers, *timeout, *repo, *baseline, lc); err != nil {
 		fmt.Fprintln(os.Stderr, "pacerbench:", err)
 		os.Exit(1)
 	}
 }
 
 // run starts the provider, measures each selected system and prints the table.
-func run(n int, only string, workers int, timeout time.Duration, repo string, lc latenessConfig) error {
+func run(n int, only string, workers int, timeout time.Duration, repo, baseline string, lc latenessConfig) error {
 	if n <= 0 {
 		return fmt.Errorf("check flags: -n must be positive")
 	}
@@ -136,6 +144,18 @@ func run(n int, only string, workers int, timeout time.Duration, repo string, lc
 		case "pacer":
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			r = runPacer(ctx, n, workers, prov.url, tmp, repo, lc.KeyHeader)
+			cancel()
+		case "enqueue-single":
+			if baseline != "" {
+				ctx, cancel := context.WithTimeout(context.Background(), timeout)
+				b := runEnqueueSingle(ctx, n, prov.url, tmp, baseline, "enqueue-single-base")
+				cancel()
+				b.Name = "enqueue-single@base"
+				reportRun(b)
+				results = append(results, b)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			r = runEnqueueSingle(ctx, n, prov.url, tmp, repo, "enqueue-single")
 			cancel()
 		case "scale":
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -171,11 +191,7 @@ func run(n int, only string, workers int, timeout time.Duration, repo string, lc
 			return fmt.Errorf("check flags: unknown system %q", sys)
 		}
 		r.Name = sys
-		if r.Err != "" {
-			fmt.Fprintf(os.Stderr, "%s: error: %s\n", sys, r.Err)
-		} else {
-			fmt.Fprintf(os.Stderr, "%s: %d ops in %.2fs\n", sys, r.Ops, r.Seconds)
-		}
+		reportRun(r)
 		results = append(results, r)
 	}
 	printTable(os.Stdout, results, n, workers)
@@ -187,6 +203,15 @@ func run(n int, only string, workers int, timeout time.Duration, repo string, lc
 		printIdle(os.Stdout, idle)
 	}
 	return nil
+}
+
+// reportRun writes one run's outcome to stderr as it ends.
+func reportRun(r result) {
+	if r.Err != "" {
+		fmt.Fprintf(os.Stderr, "%s: error: %s\n", r.Name, r.Err)
+	} else {
+		fmt.Fprintf(os.Stderr, "%s: %d ops in %.2fs\n", r.Name, r.Ops, r.Seconds)
+	}
 }
 
 // childArgs is the JSON handed to a re-executed ceiling or river child.

@@ -24,6 +24,11 @@ func printTable(w io.Writer, rs []result, n, workers int) {
 		byName[r.Name] = r
 		fmt.Fprintf(w, "| %s | %.0f | %.1f | %.1f | %.2f | %s |\n", r.Name, r.opsPerSec(), r.cpuPer1k(), float64(r.RSSKiB)/1024, r.Seconds, r.Note)
 	}
+	if e, ok := byName["enqueue-single"]; ok {
+		if b, ok := byName["enqueue-single@base"]; ok {
+			fmt.Fprintf(w, "\nenqueue-single/base: enqueues/s %.2f×, CPU-ms / 1k %.2f×\n", ratio(e.opsPerSec(), b.opsPerSec()), ratio(e.cpuPer1k(), b.cpuPer1k()))
+		}
+	}
 	p, ok := byName["pacer"]
 	if !ok {
 		return
