@@ -12,7 +12,7 @@
 //	pacer_attempts_total{provider,class}           counter
 //	pacer_attempt_duration_seconds                 histogram
 //	pacer_dispatch_lateness_seconds                histogram: claim time − eligibility
-//	pacer_claim_duration_seconds                   histogram: one claim transaction
+//	pacer_claim_duration_seconds                   histogram: one claim transaction (with the completions it commits)
 //	pacer_claimed_operations_total                 counter
 //	pacer_requests_in_flight                       gauge
 //	pacer_build_info{version}                      gauge, always 1
@@ -106,7 +106,7 @@ func New(cfg Config) (*Metrics, error) {
 		}),
 		claimDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "pacer_claim_duration_seconds",
-			Help:    "Duration of one claim transaction.",
+			Help:    "Duration of one claim transaction, the finished attempts it commits included (the engine completes and claims in one transaction).",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14), // 0.5ms … 4s
 		}),
 		claimed: prometheus.NewCounter(prometheus.CounterOpts{

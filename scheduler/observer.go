@@ -14,7 +14,8 @@ import (
 // Package metrics implements it for Prometheus; NopObserver ignores
 // everything.
 type Observer interface {
-	// ObserveClaim records one successful claim transaction: how long it
+	// ObserveClaim records one successful claim transaction (a tick that
+	// claims: the completions it commits are part of it): how long it
 	// took on the scheduler's clock and how many operations it leased.
 	ObserveClaim(took time.Duration, claimed int)
 	// ObserveDispatch records one claimed operation about to be sent:
