@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -37,21 +36,7 @@ func runEnqueueSingle(ctx context.Context, n int, provider, tmp, repo, label str
 
 func runEnqueueSingleErr(ctx context.Context, n int, provider, tmp, repo, label string) (result, error) {
 	var r result
-	dir := filepath.Join(tmp, label)
-	bin, err := buildPacer(ctx, repo, dir)
-	if err != nil {
-		return r, err
-	}
-	profileTo := os.Getenv("PACERBENCH_CPUPROFILE")
-	var debugAddr string
-	var extra []string
-	if profileTo != "" {
-		if debugAddr, err = freeLoopbackAddr(); err != nil {
-			return r, err
-		}
-		extra = []string{"--debug-listen", debugAddr}
-	}
-	p, err := startPacer(ctx, bin, filepath.Join(dir, "pacer.db"), 50, extra...)
+	p, profile, err := startProfiledPacer(ctx, repo, filepath.Join(tmp, label), 50)
 	if err != nil {
 		return r, err
 	}
@@ -75,12 +60,7 @@ func runEnqueueSingleErr(ctx context.Context, n int, provider, tmp, repo, label 
 		return r, err
 	}
 	self0, _ := selfUsage()
-	profiled := make(chan error, 1)
-	if profileTo != "" {
-		go func() { profiled <- fetchProfile(ctx, debugAddr, profileTo+"."+label) }()
-	} else {
-		profiled <- nil
-	}
+	profiled := profile(ctx, label)
 	took := make([]time.Duration, n)
 	start := time.Now()
 	if err := enqueueSingles(ctx, hc, p.base, n, body, took); err != nil {

@@ -37,21 +37,7 @@ func runPacer(ctx context.Context, n, workers int, provider, tmp, repo, keyHeade
 
 func runPacerErr(ctx context.Context, n, workers int, provider, tmp, repo, keyHeader string) (result, error) {
 	var r result
-	dir := filepath.Join(tmp, "pacer")
-	bin, err := buildPacer(ctx, repo, dir)
-	if err != nil {
-		return r, err
-	}
-	profileTo := os.Getenv("PACERBENCH_CPUPROFILE")
-	var debugAddr string
-	var extra []string
-	if profileTo != "" {
-		if debugAddr, err = freeLoopbackAddr(); err != nil {
-			return r, err
-		}
-		extra = []string{"--debug-listen", debugAddr}
-	}
-	p, err := startPacer(ctx, bin, filepath.Join(dir, "pacer.db"), workers, extra...)
+	p, profile, err := startProfiledPacer(ctx, repo, filepath.Join(tmp, "pacer"), workers)
 	if err != nil {
 		return r, err
 	}
@@ -66,12 +52,7 @@ func runPacerErr(ctx context.Context, n, workers int, provider, tmp, repo, keyHe
 		return r, err
 	}
 	selfCPU0, _ := selfUsage()
-	profiled := make(chan error, 1)
-	if profileTo != "" {
-		go func() { profiled <- fetchProfile(ctx, debugAddr, profileTo+".pacer") }()
-	} else {
-		profiled <- nil
-	}
+	profiled := profile(ctx, "pacer")
 	start := time.Now()
 	err = enqueueAll(ctx, p.hc, p.base, n, func(j int) string {
 		return fmt.Sprintf(`{"operationId":"op-%d","providerScope":"bench-%d","request":{"method":"POST","path":"/x","body":{"n":1}}}`, j, j%pacerScopes)
@@ -221,6 +202,41 @@ func procHWM(pid int) (int64, error) {
 // fetchProfile records a CPU profile of the pacer process through its
 // --debug-listen endpoint for PACERBENCH_PROFILE_SECONDS (default 10) and
 // writes it to path.
+// startProfiledPacer builds pacer from repo into dir and starts it with
+// workers. When PACERBENCH_CPUPROFILE is set it serves pprof on loopback,
+// and profile(ctx, name) fetches a CPU profile of it into that path plus
+// "."+name in the background, its result on the channel; otherwise the
+// channel holds nil at once.
+func startProfiledPacer(ctx context.Context, repo, dir string, workers int) (*pacerProc, func(context.Context, string) <-chan error, error) {
+	bin, err := buildPacer(ctx, repo, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	profileTo := os.Getenv("PACERBENCH_CPUPROFILE")
+	var debugAddr string
+	var extra []string
+	if profileTo != "" {
+		if debugAddr, err = freeLoopbackAddr(); err != nil {
+			return nil, nil, err
+		}
+		extra = []string{"--debug-listen", debugAddr}
+	}
+	p, err := startPacer(ctx, bin, filepath.Join(dir, "pacer.db"), workers, extra...)
+	if err != nil {
+		return nil, nil, err
+	}
+	profile := func(ctx context.Context, name string) <-chan error {
+		done := make(chan error, 1)
+		if profileTo == "" {
+			done <- nil
+			return done
+		}
+		go func() { done <- fetchProfile(ctx, debugAddr, profileTo+"."+name) }()
+		return done
+	}
+	return p, profile, nil
+}
+
 func fetchProfile(ctx context.Context, debugAddr, path string) error {
 	secs := 10
 	if v, err := strconv.Atoi(os.Getenv("PACERBENCH_PROFILE_SECONDS")); err == nil && v > 0 {
