@@ -519,7 +519,7 @@ func (e *Engine) Run(ctx context.Context) error {
 // backlog) the loop gathers them: it commits once a share of the workers
 // has finished (gatherShare), or GatherWait after the first, so one commit
 // and one claim serve many; otherwise it commits each at once (more gather
-// while a tick runs). After a failed pass (retrying false) attempts wait
+// while a tick runs). After a failed pass (retrying) attempts wait
 // for the delay, the pass's backoff. woken says the wait ended for work
 // (a wake-up or finished attempts), not for the delay.
 func (e *Engine) await(ctx context.Context, delay time.Duration, retrying, backlog bool) (woken, ok bool) {
