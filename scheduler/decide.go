@@ -204,6 +204,21 @@ func (p Policy) decideUncertain(d *Decision, op Operation, idem providers.Idempo
 	}
 }
 
+// NotSent decides for an attempt its worker did not send because an answer
+// read after the claim paused the scope until `until`: nothing left, so
+// the operation waits for the pause's end and the attempt does not count
+// toward its retry budget.
+func (p Policy) NotSent(op Operation, until, now time.Time) (providers.Outcome, Decision) {
+	why := "not sent: an answer read after the claim paused the scope until " + until.UTC().Format(time.RFC3339Nano)
+	out := providers.Outcome{Class: providers.ClassRateLimited, Reason: "not sent", Detail: why}
+	d := Decision{State: StateWaitingForBudget, NextAttemptAt: until, Uncounted: true, Reason: why}
+	if until.After(op.Deadline) {
+		p.exhausted(&d, "the scope's pause ends after the deadline")
+	}
+	p.neverFailMaybeApplied(&d, op)
+	return out, d
+}
+
 // Recover decides for an operation whose lease was lost: its process died
 // or its lease expired. A read is rescheduled at once; a mutation may have
 // been sent, so it follows invariant 4 as an uncertain outcome.

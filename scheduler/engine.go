@@ -163,6 +163,9 @@ type Engine struct {
 	sending, settled sync.WaitGroup
 	// inFlight counts the requests being sent (InFlight).
 	inFlight atomic.Int64
+	// pauses are the scope pauses the workers decided, checked before
+	// each send (learnedPauses).
+	pauses learnedPauses
 
 	// tickMu serializes ticks (Run's loop, RunOnce, Wait); tickFailed
 	// says the last one failed.
@@ -617,6 +620,14 @@ func (e *Engine) work(c Claim) {
 	if lease := op.LeaseExpiresAt.Add(-LeaseMargin); lease.Before(deadline) {
 		deadline = lease
 	}
+	if until, paused := e.pauses.pausedUntil(c.Scope.Name, e.clock.Now()); paused {
+		e.inFlight.Add(-1)
+		e.cfg.Observer.ObserveInFlight(-1)
+		now := e.clock.Now().UTC().Truncate(time.Millisecond)
+		out, d := e.policy.NotSent(op, until, now)
+		e.finish(finishedAttempt{claim: c, comp: Completion{OperationID: op.ID, LeaseToken: op.LeaseToken, Attempt: op.Attempt, FinishedAt: now, Outcome: out, Decision: d}})
+		return
+	}
 	ctx, cancel := e.clock.WithDeadline(e.sendCtx, deadline)
 	started := e.clock.Now()
 	sr := send(ctx, e.cfg.Client, c, profile, red, e.cfg.ResultLimit, e.cfg.UserAgent)
@@ -636,6 +647,9 @@ func (e *Engine) work(c Claim) {
 	out.Detail, out.Reason = red.String(out.Detail), red.String(out.Reason)
 	out.Hint.Raw, out.Hint.Note = red.String(out.Hint.Raw), red.String(out.Hint.Note)
 	d := e.policy.Decide(op, profile.Idempotency(), out, now, e.cfg.Random)
+	if until := d.Scope.PauseUntil; until.After(now) {
+		e.pauses.note(c.Scope.Name, until) // before the commit: see learnedPauses
+	}
 	if d.State == StateSucceeded {
 		d.Result = sr.result
 	}

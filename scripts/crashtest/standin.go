@@ -238,6 +238,7 @@ func (s *standIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if now.Before(s.pausedUntil[spec.name]) && !s.killedSince(s.pausedAt[spec.name]) {
 		s.duringPause++ // pacer had recorded the 429 (no kill since) yet sent
+		fmt.Printf("sent during a pause of %s: %s arrived %s after the 429 left (its request %d)\n", spec.name, id, now.Sub(s.pausedAt[spec.name]), n+1)
 	}
 	silent := s.silent[id] && n == 0
 	if s.flying[spec.name] == nil {
