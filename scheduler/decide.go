@@ -205,11 +205,12 @@ func (p Policy) decideUncertain(d *Decision, op Operation, idem providers.Idempo
 }
 
 // NotSent decides for an attempt its worker did not send because an answer
-// read after the claim paused the scope until `until`: nothing left, so
-// the operation waits for the pause's end and the attempt does not count
-// toward its retry budget.
-func (p Policy) NotSent(op Operation, until, now time.Time) (providers.Outcome, Decision) {
-	why := "not sent: an answer read after the claim paused the scope until " + until.UTC().Format(time.RFC3339Nano)
+// read after the claim paused the scope (the worker's note of it holds
+// sends back until `until`): nothing left, so the operation waits (for
+// until, and behind the scope's pause once it is committed) and the
+// attempt does not count toward its retry budget.
+func (p Policy) NotSent(op Operation, until time.Time) (providers.Outcome, Decision) {
+	why := "not sent: an answer read after its claim paused the scope; it waits for the pause"
 	out := providers.Outcome{Class: providers.ClassRateLimited, Reason: "not sent", Detail: why}
 	d := Decision{State: StateWaitingForBudget, NextAttemptAt: until, Uncounted: true, Reason: why}
 	if until.After(op.Deadline) {

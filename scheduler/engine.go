@@ -620,11 +620,11 @@ func (e *Engine) work(c Claim) {
 	if lease := op.LeaseExpiresAt.Add(-LeaseMargin); lease.Before(deadline) {
 		deadline = lease
 	}
-	if until, paused := e.pauses.pausedUntil(c.Scope.Name, e.clock.Now()); paused {
+	if until, held := e.pauses.heldUntil(c.Scope.Name, e.clock.Now()); held {
 		e.inFlight.Add(-1)
 		e.cfg.Observer.ObserveInFlight(-1)
 		now := e.clock.Now().UTC().Truncate(time.Millisecond)
-		out, d := e.policy.NotSent(op, until, now)
+		out, d := e.policy.NotSent(op, until)
 		e.finish(finishedAttempt{claim: c, comp: Completion{OperationID: op.ID, LeaseToken: op.LeaseToken, Attempt: op.Attempt, FinishedAt: now, Outcome: out, Decision: d}})
 		return
 	}
@@ -648,7 +648,7 @@ func (e *Engine) work(c Claim) {
 	out.Hint.Raw, out.Hint.Note = red.String(out.Hint.Raw), red.String(out.Hint.Note)
 	d := e.policy.Decide(op, profile.Idempotency(), out, now, e.cfg.Random)
 	if until := d.Scope.PauseUntil; until.After(now) {
-		e.pauses.note(c.Scope.Name, until) // before the commit: see learnedPauses
+		e.pauses.note(c.Scope.Name, until, now) // before the commit: see learnedPauses
 	}
 	if d.State == StateSucceeded {
 		d.Result = sr.result

@@ -30,10 +30,10 @@ func (e *Engine) SleepsUntil() time.Time {
 
 // NotePause notes a scope pause as a worker does the moment it decides one
 // from an answer, before its tick commits it.
-func (e *Engine) NotePause(scope string, until time.Time) { e.pauses.note(scope, until) }
+func (e *Engine) NotePause(scope string, until, now time.Time) { e.pauses.note(scope, until, now) }
 
-// LearnedPause is the end of the pause the engine's workers decided for
-// scope, if one lasts past now.
+// LearnedPause is when the hold of the pause the engine's workers decided
+// for scope ends, if it lasts past now.
 func (e *Engine) LearnedPause(scope string, now time.Time) (time.Time, bool) {
-	return e.pauses.pausedUntil(scope, now)
+	return e.pauses.heldUntil(scope, now)
 }

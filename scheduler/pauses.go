@@ -5,6 +5,14 @@ import (
 	"time"
 )
 
+// LearnedPauseWindow bounds how long a worker's note of a pause it decided
+// holds the other workers' sends back (learnedPauses): long enough to
+// cover the gap between the answer and the tick that commits the pause
+// (milliseconds) and the sends of claims made before that commit; after
+// it the store's pause alone decides, so a person's resume of the scope,
+// or another process's view, is never overruled for long.
+const LearnedPauseWindow = 5 * time.Second
+
 // learnedPauses are the scope pauses this engine's workers decided from
 // answers, noted the moment they are decided, before their tick commits
 // them: a worker about to send for a scope checks them, so that no
@@ -12,28 +20,31 @@ import (
 // one leased before that answer was read (design §3 invariant 1, "no other
 // worker sends a request known to be premature"). The store's pause keeps
 // every later claim back; this closes the gap between an answer and its
-// commit. Entries end with their pause; there is at most one per scope.
+// commit. An entry lasts until its pause ends or LearnedPauseWindow has
+// passed, whichever is first; there is at most one per scope.
 type learnedPauses struct {
 	mu    sync.Mutex
-	until map[string]time.Time // scope name → end of the pause
+	until map[string]time.Time // scope name → end of the hold
 }
 
-// note records that scope is paused until `until` (never shortening a
-// pause noted before).
-func (p *learnedPauses) note(scope string, until time.Time) {
+// note records, at now, that scope is paused until `until`: it holds the
+// scope's sends back until min(until, now+LearnedPauseWindow), never
+// shortening a hold noted before.
+func (p *learnedPauses) note(scope string, until, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.until == nil {
 		p.until = map[string]time.Time{}
 	}
-	if until.After(p.until[scope]) {
-		p.until[scope] = until
+	end := minTime(until, now.Add(LearnedPauseWindow))
+	if end.After(p.until[scope]) {
+		p.until[scope] = end
 	}
 }
 
-// pausedUntil returns the end of scope's noted pause when it lasts past
-// now, and forgets a pause that has ended.
-func (p *learnedPauses) pausedUntil(scope string, now time.Time) (time.Time, bool) {
+// heldUntil returns when scope's noted hold ends, if it lasts past now,
+// and forgets a hold that has ended.
+func (p *learnedPauses) heldUntil(scope string, now time.Time) (time.Time, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	until, ok := p.until[scope]
