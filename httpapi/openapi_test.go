@@ -264,6 +264,12 @@ func TestOpenAPI(t *testing.T) {
 		post("/v1/scopes/acct/resume", `{"reason":"maintenance over"}`, 200),
 	)
 
+	// limited-1 is due a second after the others: its 429 pauses the
+	// scope at once for the engine's other workers too, so a request of
+	// the scope leased beside it would not be sent (it would wait for the
+	// pause), and the others are to be sent.
+	limited := fmt.Sprintf(`{"operationId":"limited-1","providerScope":"acct","notBefore":%q,"request":{"method":"GET","path":"/limited","headers":{"Accept":"application/json"}},"retry":{"maxAttempts":3,"maxElapsed":"1h"}}`,
+		env.clock.Now().Add(time.Second).UTC().Format(time.RFC3339))
 	run("Enqueue",
 		post("/v1/operations", enqueue("ok-1", "GET", "/ok"), 201),
 		post("/v1/operations", enqueue("ok-1", "GET", "/ok"), 200),
@@ -271,20 +277,23 @@ func TestOpenAPI(t *testing.T) {
 		post("/v1/operations", `{"operationId":"x","providerScope":"missing","request":{"method":"GET","path":"/"}}`, 422),
 		post("/v1/operations", `{"operationId":"x","providerScope":"acct","request":{"method":"GET","path":"/"},"extra":1}`, 400),
 		post("/v1/operations", `{"operationId":"x","providerScope":"acct","request":{"method":"GET","path":"/"},"notBefore":"9999-12-31T23:59:59Z"}`, 422),
-		post("/v1/operations/batch", `{"operations":[`+enqueue("limited-1", "GET", "/limited")+`,`+enqueue("reject-1", "POST", "/reject")+`,`+
+		post("/v1/operations/batch", `{"operations":[`+limited+`,`+enqueue("reject-1", "POST", "/reject")+`,`+
 			enqueue("uncertain-1", "POST", "/uncertain")+`,`+enqueue("later-1", "POST", "/ok")+`,`+enqueue("ok-1", "GET", "/other")+`,`+
 			`{"operationId":"y","providerScope":"missing","request":{"method":"GET","path":"/"}}]}`, 200),
 		post("/v1/operations/batch", `{"operations":[]}`, 422),
 		post("/v1/operations/batch", `[]`, 400),
 	)
-	// Cancel later-1 before the engine runs, then run everything once:
-	// ok-1 succeeds, limited-1 waits for budget, reject-1 fails,
-	// uncertain-1 is held for unknownOutcome.
+	// Cancel later-1 before the engine runs, then run everything: ok-1
+	// succeeds, reject-1 fails, uncertain-1 is held for unknownOutcome;
+	// a second later limited-1 waits for budget.
 	run("Cancel", post("/v1/operations/later-1/cancel", `{"reason":"not needed"}`, 200))
-	if _, err := env.engine.RunOnce(context.Background()); err != nil {
-		t.Fatal(err)
+	for range 2 {
+		if _, err := env.engine.RunOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		env.engine.Wait()
+		env.clock.Add(time.Second)
 	}
-	env.engine.Wait()
 
 	run("Operations",
 		get("/v1/operations", 200),
