@@ -72,9 +72,6 @@ var errUnsynced = errors.New("sync the claim to disk: I/O error")
 func (s *unsyncedStore) CompleteAndClaim(ctx context.Context, cs []scheduler.Completion, p scheduler.ClaimParams) ([]bool, []scheduler.Claim, error) {
 	applied, claims, err := s.Store.CompleteAndClaim(ctx, cs, p)
 	if err == nil && s.fail && len(claims) > 0 {
-		if applied == nil {
-			applied = []bool{}
-		}
 		return applied, claims, errUnsynced
 	}
 	return applied, claims, err

@@ -295,7 +295,7 @@ func (e *Engine) recover(ctx context.Context, expiredBy time.Time, why string) (
 			idem := e.idempotency(c.Scope)
 			out, d := e.policy.Recover(c.Operation, idem, now, why)
 			taken = append(taken, c)
-			cs = append(cs, Completion{OperationID: c.Operation.ID, LeaseToken: c.Operation.LeaseToken, Attempt: c.Operation.Attempt, FinishedAt: now, Outcome: out, Decision: d})
+			cs = append(cs, c.Operation.completion(now, out, d))
 		}
 		if len(cs) == 0 {
 			return total, nil
@@ -609,31 +609,34 @@ func (e *Engine) shutdown() error {
 	return nil
 }
 
+// sendEnded counts one claimed attempt's send as over (sent or not).
+func (e *Engine) sendEnded() {
+	e.inFlight.Add(-1)
+	e.cfg.Observer.ObserveInFlight(-1)
+}
+
 // work sends one claimed operation, decides what its answer means and
 // queues the decided attempt for the loop's next tick.
 func (e *Engine) work(c Claim) {
 	defer e.sending.Done()
 	op := c.Operation
+	if until, held := e.pauses.heldUntil(c.Scope.Name, e.clock.Now()); held {
+		e.sendEnded()
+		out, d := e.policy.NotSent(op, until)
+		e.finish(finishedAttempt{claim: c, comp: op.completion(e.clock.Now().UTC().Truncate(time.Millisecond), out, d)})
+		return
+	}
 	profile := e.profile(c.Scope)
 	red := e.redactors.of(c.Scope)
 	deadline := e.clock.Now().Add(e.cfg.RequestTimeout)
 	if lease := op.LeaseExpiresAt.Add(-LeaseMargin); lease.Before(deadline) {
 		deadline = lease
 	}
-	if until, held := e.pauses.heldUntil(c.Scope.Name, e.clock.Now()); held {
-		e.inFlight.Add(-1)
-		e.cfg.Observer.ObserveInFlight(-1)
-		now := e.clock.Now().UTC().Truncate(time.Millisecond)
-		out, d := e.policy.NotSent(op, until)
-		e.finish(finishedAttempt{claim: c, comp: Completion{OperationID: op.ID, LeaseToken: op.LeaseToken, Attempt: op.Attempt, FinishedAt: now, Outcome: out, Decision: d}})
-		return
-	}
 	ctx, cancel := e.clock.WithDeadline(e.sendCtx, deadline)
 	started := e.clock.Now()
 	sr := send(ctx, e.cfg.Client, c, profile, red, e.cfg.ResultLimit, e.cfg.UserAgent)
 	cancel()
-	e.inFlight.Add(-1)
-	e.cfg.Observer.ObserveInFlight(-1)
+	e.sendEnded()
 	now := e.clock.Now().UTC().Truncate(time.Millisecond)
 	sr.exchange.Now = now
 	out := sr.redirects.settle(profile.Classify(sr.exchange), red)
@@ -653,7 +656,7 @@ func (e *Engine) work(c Claim) {
 	if d.State == StateSucceeded {
 		d.Result = sr.result
 	}
-	comp := Completion{OperationID: op.ID, LeaseToken: op.LeaseToken, Attempt: op.Attempt, FinishedAt: now, Outcome: out, Decision: d}
+	comp := op.completion(now, out, d)
 	comp.Response, comp.AttemptResponse = keptAnswers(sr.result, d.State == StateSucceeded, red)
 	e.finish(finishedAttempt{claim: c, comp: comp, took: now.Sub(started)})
 }

@@ -298,6 +298,12 @@ type Completion struct {
 	Response, AttemptResponse *Result
 }
 
+// completion is the fenced completion of op's current attempt (its lease
+// token and attempt number), finished at `at` with out and d.
+func (op Operation) completion(at time.Time, out providers.Outcome, d Decision) Completion {
+	return Completion{OperationID: op.ID, LeaseToken: op.LeaseToken, Attempt: op.Attempt, FinishedAt: at, Outcome: out, Decision: d}
+}
+
 // ExpireParams bound one batch of Store.ExpireOverdue.
 type ExpireParams struct {
 	// Now is when the batch runs: the expired operations' update time.
