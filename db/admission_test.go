@@ -31,7 +31,7 @@ func TestNextWakeIsWhenTheClaimAdmits(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		ctx := context.Background()
 		// One database, emptied for each state.
-		for _, table := range []string{"attempts", "audit", "operations", "changes", "scope_routes", "scope_budgets", "scopes"} {
+		for _, table := range []string{"attempts", "audit", "operation_requests", "operations", "changes", "scope_routes", "scope_budgets", "scopes"} {
 			if _, err := raw.Exec(`DELETE FROM ` + table); err != nil {
 				rt.Fatal(err)
 			}

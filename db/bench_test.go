@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,7 +69,14 @@ func BenchmarkEnqueue(b *testing.B) {
 // outside the timer, so at most 64 run at once, as under the engine. One op
 // is one claimed operation.
 func BenchmarkClaimBatch(b *testing.B) {
-	benchClaimComplete(b, true, 64, nil)
+	benchClaimComplete(b, true, 64, nil, benchOps("c", b.N))
+}
+
+// BenchmarkClaimBatchLargeRequest is BenchmarkClaimBatch with requests of
+// a 2 KiB body and 400 bytes of headers: the claim rewrites only the hot
+// row, not the request (issue 15, the narrow hot row).
+func BenchmarkClaimBatchLargeRequest(b *testing.B) {
+	benchClaimComplete(b, true, 64, nil, largeRequests(benchOps("c", b.N)))
 }
 
 // BenchmarkClaimSmallBatch is BenchmarkClaimBatch with claims of up to 4
@@ -76,7 +84,7 @@ func BenchmarkClaimBatch(b *testing.B) {
 // a worker frees up (issue 15): each claim reads up to 4 scopes. One op
 // is one claimed operation.
 func BenchmarkClaimSmallBatch(b *testing.B) {
-	benchClaimComplete(b, true, 4, nil)
+	benchClaimComplete(b, true, 4, nil, benchOps("c", b.N))
 }
 
 // BenchmarkClaimBatchDurable is BenchmarkClaimBatch where every claim is
@@ -84,23 +92,39 @@ func BenchmarkClaimSmallBatch(b *testing.B) {
 // is followed by a small commit with synchronous=FULL, one WAL sync per
 // batch (see scheduler.ClaimParams.Durable).
 func BenchmarkClaimBatchDurable(b *testing.B) {
-	benchClaimComplete(b, true, 64, func(scheduler.Claim) bool { return true })
+	benchClaimComplete(b, true, 64, func(scheduler.Claim) bool { return true }, benchOps("c", b.N))
 }
 
 // BenchmarkComplete records successful attempts, 64 per transaction (a
 // group commit of a busy engine); the claims run outside the timer. One op
 // is one completion.
 func BenchmarkComplete(b *testing.B) {
-	benchClaimComplete(b, false, 64, nil)
+	benchClaimComplete(b, false, 64, nil, benchOps("c", b.N))
 }
 
-// benchClaimComplete enqueues b.N operations, then claims and completes
-// them batch at a time, timing only the claims or only the completions;
-// durable is the claims' ClaimParams.Durable.
-func benchClaimComplete(b *testing.B, timeClaims bool, batch int, durable func(scheduler.Claim) bool) {
+// BenchmarkCompleteLargeRequest is BenchmarkComplete with the requests of
+// BenchmarkClaimBatchLargeRequest.
+func BenchmarkCompleteLargeRequest(b *testing.B) {
+	benchClaimComplete(b, false, 64, nil, largeRequests(benchOps("c", b.N)))
+}
+
+// largeRequests gives each of ops a 2 KiB body and two headers of 200
+// bytes.
+func largeRequests(ops []scheduler.NewOperation) []scheduler.NewOperation {
+	body := make([]byte, 2048)
+	headers := map[string]string{"X-A": strings.Repeat("a", 200), "X-B": strings.Repeat("b", 200)}
+	for i := range ops {
+		ops[i].Request.Body, ops[i].Request.Headers = body, headers
+	}
+	return ops
+}
+
+// benchClaimComplete enqueues ops (b.N of them), then claims and
+// completes them batch at a time, timing only the claims or only the
+// completions; durable is the claims' ClaimParams.Durable.
+func benchClaimComplete(b *testing.B, timeClaims bool, batch int, durable func(scheduler.Claim) bool, ops []scheduler.NewOperation) {
 	d := openBenchDB(b)
 	ctx := context.Background()
-	ops := benchOps("c", b.N)
 	for i := 0; i < b.N; i += scheduler.MaxBatch {
 		if _, err := d.Enqueue(ctx, ops[i:min(i+scheduler.MaxBatch, b.N)], t0); err != nil {
 			b.Fatal(err)

@@ -118,8 +118,8 @@ func learnRoute(ctx context.Context, tx *sql.Tx, scopeID int64, method, path, re
 // routes say their requests spend, where it changed.
 func repartition(ctx context.Context, tx *sql.Tx, scopeID int64, method string, routes scheduler.Routes) error {
 	rows, err := tx.QueryContext(ctx, `
-		SELECT id, path, resource FROM operations INDEXED BY operations_due
-		WHERE scope_id = ? AND state IN `+dueStates+` AND method = ?`, scopeID, method)
+		SELECT o.id, r.path, o.resource FROM operations o INDEXED BY operations_due JOIN operation_requests r ON r.id = o.id
+		WHERE o.scope_id = ? AND o.state IN `+dueStates+` AND r.method = ?`, scopeID, method)
 	if err != nil {
 		return fmt.Errorf("read waiting operations: %w", err)
 	}

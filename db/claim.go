@@ -439,7 +439,7 @@ func claimOperations(ctx context.Context, tx *sql.Tx, rowIDs []int64, now, lease
 	} else if n != int64(len(rowIDs)) {
 		return nil, fmt.Errorf("leased %d of %d due operation rows", n, len(rowIDs)) // cannot happen: one writer
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT `+claimedColumns+` FROM operations WHERE id IN (SELECT value FROM json_each(?))`, string(ids))
+	rows, err := tx.QueryContext(ctx, `SELECT `+claimedColumns+claimedFrom+`WHERE o.id IN (SELECT value FROM json_each(?))`, string(ids))
 	if err != nil {
 		return nil, err
 	}
@@ -485,15 +485,18 @@ const claimUpdate = `
 	WHERE id IN (SELECT value FROM json_each(?3)) AND +state IN ('scheduled', 'waitingForBudget')`
 
 // claimedColumns is operationColumns as claimOperations reads them back:
-// from the operations row alone, with empty placeholders for the scope's
-// name and provider (withScopes fills them in) and no blocked-by (a claimed
-// operation is running). claimDue sets NextAttemptAt to the time the
-// operation became eligible.
-const claimedColumns = `id, scope_id, operation_id, '', '', kind, method, path,
-	headers, body, content_type, request_identity, state, attempt, budget_attempts,
-	next_attempt_at, hold_reason, failure_reason, last_outcome, created_at, updated_at,
-	deadline, max_attempts, max_elapsed_ms, result, lease_token, lease_expires_at,
-	first_sent_at, content_hash, maybe_applied, NULL, NULL, NULL`
+// from the operation's rows alone (claimedFrom), with empty placeholders
+// for the scope's name and provider (withScopes fills them in) and no
+// blocked-by (a claimed operation is running). claimDue sets NextAttemptAt
+// to the time the operation became eligible.
+const claimedColumns = `o.id, o.scope_id, o.operation_id, '', '', r.kind, r.method, r.path,
+	r.headers, r.body, r.content_type, r.request_identity, o.state, o.attempt, o.budget_attempts,
+	o.next_attempt_at, o.hold_reason, o.failure_reason, o.created_at, o.updated_at,
+	o.deadline, r.max_attempts, r.max_elapsed_ms, o.lease_token, o.lease_expires_at,
+	o.first_sent_at, r.content_hash, o.maybe_applied, NULL, NULL, NULL, ` + answeredColumns
+
+// claimedFrom is the FROM clause that goes with claimedColumns.
+const claimedFrom = ` FROM operations o ` + operationJoins
 
 // withScopes pairs operations with their scopes, reading each scope once:
 // the claims' scopes, the only ones the store returns with their
@@ -539,7 +542,7 @@ func (db *DB) listRunning(ctx context.Context, tx *sql.Tx, expiredBy time.Time, 
 		limit = -1 // SQLite: no limit
 	}
 	query := `SELECT ` + operationColumns + `
-		FROM operations o INDEXED BY operations_running JOIN scopes s ON s.id = o.scope_id ` + operationBudgetJoin + `
+		FROM operations o INDEXED BY operations_running JOIN scopes s ON s.id = o.scope_id ` + operationJoins + operationBudgetJoin + `
 		WHERE o.state = 'running'`
 	args := []any{}
 	if !expiredBy.IsZero() {

@@ -17,7 +17,7 @@ import (
 // Each is fenced: it applies only while the operation is running with the
 // completion's LeaseToken. An applied completion sets the decided state,
 // next attempt time (NULL unless the state waits for one), hold and failure
-// reasons, last outcome (from Outcome at FinishedAt), result; clears the
+// reasons, last outcome (its attempt's: Outcome at FinishedAt), result; clears the
 // lease expiry; records MaybeApplied on the operation (never unsets it);
 // gives back the attempt's count toward MaxAttempts when Uncounted; finishes the attempt row (class, status, hint, reason,
 // bounded detail, decided state and time, decision text); and applies the
@@ -52,22 +52,21 @@ func completeAttempt(ctx context.Context, tx *sql.Tx, c scheduler.Completion) (b
 	}
 	hint := hintOf(c.Outcome.Hint)
 	detail := bound(c.Outcome.Detail, providers.MaxDetail)
-	lastOutcome, err := encodeOutcome(scheduler.OutcomeSummary{
-		Class: c.Outcome.Class, Status: c.Outcome.Status, At: c.FinishedAt.UTC(),
-		Hint: hint, Reason: c.Outcome.Reason, Detail: detail,
-	})
-	if err != nil {
-		return false, err
+	// The operation's whole answer: a success's result, or the last
+	// answer of one that did not succeed.
+	answer := c.Response
+	if d.State == scheduler.StateSucceeded {
+		answer = d.Result
 	}
-	result, err := encodeResult(d.Result)
-	if err != nil {
-		return false, err
-	}
-	lastResponse, err := encodeResult(c.Response)
+	answerJSON, err := encodeResult(answer)
 	if err != nil {
 		return false, err
 	}
 	attemptResponse, err := encodeResult(c.AttemptResponse)
+	if err != nil {
+		return false, err
+	}
+	hintJSON, err := encodeHint(hint)
 	if err != nil {
 		return false, err
 	}
@@ -83,12 +82,13 @@ func completeAttempt(ctx context.Context, tx *sql.Tx, c scheduler.Completion) (b
 	// still running with this lease (an UPDATE … RETURNING costs SQLite an
 	// ephemeral table per statement, several times a plain UPDATE).
 	var (
-		rowID, scopeID         int64
-		method, path, resource string
+		rowID, scopeID int64
+		resource       string
+		answered       sql.NullInt64
 	)
-	err = tx.QueryRowContext(ctx, `SELECT id, scope_id, method, path, resource FROM operations
+	err = tx.QueryRowContext(ctx, `SELECT id, scope_id, resource, answered_attempt FROM operations
 		WHERE operation_id = ? AND state = 'running' AND lease_token = ?`,
-		c.OperationID, c.LeaseToken).Scan(&rowID, &scopeID, &method, &path, &resource)
+		c.OperationID, c.LeaseToken).Scan(&rowID, &scopeID, &resource, &answered)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, markStale(ctx, tx, c)
 	} else if err != nil {
@@ -96,10 +96,10 @@ func completeAttempt(ctx context.Context, tx *sql.Tx, c scheduler.Completion) (b
 	}
 	res, err := tx.ExecContext(ctx, `
 		UPDATE operations SET state = ?, next_attempt_at = ?, hold_reason = ?, failure_reason = ?,
-			last_outcome = ?, last_response = ?, result = ?, lease_expires_at = NULL, updated_at = ?,
+			answered_attempt = ?, lease_expires_at = NULL, updated_at = ?,
 			maybe_applied = max(maybe_applied, ?), budget_attempts = max(budget_attempts - ?, 0)
 		WHERE id = ? AND state = 'running' AND lease_token = ?`,
-		string(d.State), next, hold, failure, lastOutcome, lastResponse, result, millis(c.FinishedAt),
+		string(d.State), next, hold, failure, c.Attempt, millis(c.FinishedAt),
 		boolInt(d.MaybeApplied), boolInt(d.Uncounted),
 		rowID, c.LeaseToken)
 	if err != nil {
@@ -111,16 +111,12 @@ func completeAttempt(ctx context.Context, tx *sql.Tx, c scheduler.Completion) (b
 		return false, fmt.Errorf("operation row %d changed under its completion", rowID) // cannot happen: read in this transaction
 	}
 
-	hintJSON, err := encodeHint(hint)
-	if err != nil {
-		return false, err
-	}
 	res, err = tx.ExecContext(ctx, `
 		UPDATE attempts SET finished_at = ?, class = ?, status = ?, hint = ?, reason = ?, detail = ?, response = ?,
-			decided_state = ?, decided_at = ?, decision = ?
+			answer = ?, decided_state = ?, decided_at = ?, decision = ?
 		WHERE operation_id = ? AND number = ? AND lease_token = ?`,
 		millis(c.FinishedAt), string(c.Outcome.Class), c.Outcome.Status, hintJSON, c.Outcome.Reason, detail, attemptResponse,
-		string(d.State), next, d.Reason,
+		answerJSON, string(d.State), next, d.Reason,
 		rowID, c.Attempt, c.LeaseToken)
 	if err != nil {
 		return false, err
@@ -130,10 +126,22 @@ func completeAttempt(ctx context.Context, tx *sql.Tx, c scheduler.Completion) (b
 	} else if n != 1 {
 		return false, fmt.Errorf("no attempt %d with lease token %d", c.Attempt, c.LeaseToken)
 	}
+	if answered.Valid && answered.Int64 != int64(c.Attempt) {
+		// One whole answer per operation: the one before is no longer its
+		// last (the attempt keeps its bounded response).
+		if _, err := tx.ExecContext(ctx, `UPDATE attempts SET answer = NULL WHERE operation_id = ? AND number = ?`,
+			rowID, answered.Int64); err != nil {
+			return false, fmt.Errorf("clear the previous answer: %w", err)
+		}
+	}
 	if e := d.Scope; e.ResourceKnown && e.Resource != resource {
 		// The answer names the budget this request spends: learn its
 		// route, and move this operation there too (it was running while
 		// its route moved, or this answer is the first to say).
+		var method, path string
+		if err := tx.QueryRowContext(ctx, `SELECT method, path FROM operation_requests WHERE id = ?`, rowID).Scan(&method, &path); err != nil {
+			return false, fmt.Errorf("read the request's route: %w", err)
+		}
 		if err := learnRoute(ctx, tx, scopeID, method, path, e.Resource, millis(c.FinishedAt)); err != nil {
 			return false, err
 		}

@@ -164,11 +164,11 @@ func TestSchemaChecks(t *testing.T) {
 	raw := rawDB(t, path)
 	insert := func(state, hold, failure string, lease any) error {
 		_, err := raw.Exec(`
-			INSERT INTO operations (operation_id, scope_id, kind, method, path, request_identity, state,
+			INSERT INTO operations (operation_id, scope_id, state,
 				next_attempt_at, hold_reason, failure_reason, lease_expires_at, first_sent_at, lease_token, attempt,
-				created_at, updated_at, deadline, max_attempts, max_elapsed_ms, content_hash)
-			VALUES (?, (SELECT id FROM scopes WHERE name = 'a'), 'read', 'GET', '/x', 'i', ?,
-				1, NULLIF(?, ''), NULLIF(?, ''), ?, 1, 1, 1, 1, 1, 1, 1, 1, 'h')`,
+				created_at, updated_at, deadline)
+			VALUES (?, (SELECT id FROM scopes WHERE name = 'a'), ?,
+				1, NULLIF(?, ''), NULLIF(?, ''), ?, 1, 1, 1, 1, 1, 1)`,
 			"op-"+state+hold+failure, state, hold, failure, lease)
 		return err
 	}
@@ -205,9 +205,8 @@ func TestSchemaChecks(t *testing.T) {
 		// The changes trigger (scope name NOT NULL) or the foreign key
 		// refuses it, whichever SQLite checks first.
 		_, err := raw.Exec(`
-			INSERT INTO operations (operation_id, scope_id, kind, method, path, request_identity, state,
-				next_attempt_at, created_at, updated_at, deadline, max_attempts, max_elapsed_ms, content_hash)
-			VALUES ('orphan', 999, 'read', 'GET', '/x', 'i', 'scheduled', 1, 1, 1, 1, 1, 1, 'h')`)
+			INSERT INTO operations (operation_id, scope_id, state, next_attempt_at, created_at, updated_at, deadline)
+			VALUES ('orphan', 999, 'scheduled', 1, 1, 1, 1)`)
 		var se *sqlite.Error
 		if !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_CONSTRAINT {
 			t.Fatalf("insert with unknown scope = %v, want a constraint error", err)

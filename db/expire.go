@@ -13,7 +13,7 @@ import (
 // ?1, earliest deadline first, at most ?2, from the waiting-deadline
 // partial index: the rest of the backlog is never read.
 const overdueOperations = `SELECT ` + operationColumns + `
-	FROM operations o INDEXED BY operations_waiting_deadline JOIN scopes s ON s.id = o.scope_id ` + operationBudgetJoin + `
+	FROM operations o INDEXED BY operations_waiting_deadline JOIN scopes s ON s.id = o.scope_id ` + operationJoins + operationBudgetJoin + `
 	WHERE o.state IN ('scheduled', 'waitingForBudget') AND o.deadline < ?1
 	ORDER BY o.deadline, o.id
 	LIMIT ?2`

@@ -68,7 +68,7 @@ func TestMigrationMarksMaybeApplied(t *testing.T) {
 	}
 }
 
-// undoResourceBudgets takes a database from version 11 back to 5.
+// undoResourceBudgets takes a database from version 12 back to 5.
 const undoResourceBudgets = undoCredentialTypes + `
 	DROP TRIGGER scopes_default_budget;
 	DROP TABLE scope_routes;
@@ -78,14 +78,49 @@ const undoResourceBudgets = undoCredentialTypes + `
 	CREATE INDEX operations_due ON operations (scope_id, next_attempt_at) WHERE state IN ('scheduled', 'waitingForBudget');
 	PRAGMA user_version = 5;`
 
-// undoRunningIndex takes a database from version 11 back to 10.
-const undoRunningIndex = `
+// undoNarrowRow takes a database from version 12 back to 11: the request
+// and the last answer move back into the operation row (the last outcome
+// as the JSON version 11 wrote), and the attempts lose their answers.
+const undoNarrowRow = `
+	ALTER TABLE operations ADD COLUMN kind TEXT NOT NULL DEFAULT 'read';
+	ALTER TABLE operations ADD COLUMN method TEXT NOT NULL DEFAULT 'GET';
+	ALTER TABLE operations ADD COLUMN path TEXT NOT NULL DEFAULT '/';
+	ALTER TABLE operations ADD COLUMN headers TEXT;
+	ALTER TABLE operations ADD COLUMN body BLOB;
+	ALTER TABLE operations ADD COLUMN content_type TEXT NOT NULL DEFAULT '';
+	ALTER TABLE operations ADD COLUMN request_identity TEXT NOT NULL DEFAULT '';
+	ALTER TABLE operations ADD COLUMN content_hash TEXT NOT NULL DEFAULT '';
+	ALTER TABLE operations ADD COLUMN max_attempts INTEGER NOT NULL DEFAULT 1;
+	ALTER TABLE operations ADD COLUMN max_elapsed_ms INTEGER NOT NULL DEFAULT 1;
+	ALTER TABLE operations ADD COLUMN last_outcome TEXT;
+	ALTER TABLE operations ADD COLUMN last_response TEXT;
+	ALTER TABLE operations ADD COLUMN result TEXT;
+	UPDATE operations SET (kind, method, path, headers, body, content_type, request_identity, content_hash, max_attempts, max_elapsed_ms) =
+		(SELECT kind, method, path, headers, body, content_type, request_identity, content_hash, max_attempts, max_elapsed_ms
+		 FROM operation_requests r WHERE r.id = operations.id);
+	UPDATE operations SET (last_outcome, last_response, result) = (
+		SELECT json_object('class', a.class, 'status', a.status,
+				'at', strftime('%Y-%m-%dT%H:%M:%fZ', a.finished_at / 1000.0, 'unixepoch'),
+				'hint', json(a.hint), 'reason', a.reason, 'detail', a.detail),
+			CASE WHEN a.decided_state IS NOT 'succeeded' THEN a.answer END,
+			CASE WHEN a.decided_state = 'succeeded' THEN a.answer END
+		FROM attempts a WHERE a.operation_id = operations.id AND a.number = operations.answered_attempt)
+	WHERE answered_attempt IS NOT NULL;
+	ALTER TABLE attempts DROP COLUMN answer;
+	ALTER TABLE operations DROP COLUMN answered_attempt;
+	DROP INDEX operation_requests_identity;
+	DROP TABLE operation_requests;
+	CREATE INDEX operations_identity ON operations (request_identity, scope_id);
+	PRAGMA user_version = 11;`
+
+// undoRunningIndex takes a database from version 12 back to 10.
+const undoRunningIndex = undoNarrowRow + `
 	DROP INDEX operations_running;
 	CREATE INDEX operations_running_scope ON operations (scope_id) WHERE state = 'running';
 	CREATE INDEX operations_running_lease ON operations (lease_expires_at) WHERE state = 'running';
 	PRAGMA user_version = 10;`
 
-// undoSlimFeed takes a database from version 11 back to 9: the feed's rows
+// undoSlimFeed takes a database from version 12 back to 9: the feed's rows
 // name their scope again (an orphan's kept name included), with the
 // per-scope index and the version 1 triggers; the scopes lose their
 // configuration version and the triggers that refuse a rename or delete.
@@ -126,19 +161,19 @@ const undoSlimFeed = undoRunningIndex + `
 	END;
 	PRAGMA user_version = 9;`
 
-// undoStaffRoles takes a database from version 11 back to 8.
+// undoStaffRoles takes a database from version 12 back to 8.
 const undoStaffRoles = undoSlimFeed + `
 	ALTER TABLE users DROP COLUMN role;
 	ALTER TABLE users DROP COLUMN failed_signins;
 	PRAGMA user_version = 8;`
 
-// undoReleasedFrom takes a database from version 11 back to 7.
+// undoReleasedFrom takes a database from version 12 back to 7.
 const undoReleasedFrom = undoStaffRoles + `
 	ALTER TABLE operations DROP COLUMN released_from_state;
 	ALTER TABLE operations DROP COLUMN released_from_reason;
 	PRAGMA user_version = 7;`
 
-// undoCredentialTypes takes a database from version 11 back to 6.
+// undoCredentialTypes takes a database from version 12 back to 6.
 const undoCredentialTypes = undoReleasedFrom + `
 	ALTER TABLE scopes DROP COLUMN credential_type;
 	PRAGMA user_version = 6;`

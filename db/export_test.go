@@ -9,6 +9,17 @@ import (
 // ClaimUpdate is the claim's UPDATE statement, for query-plan tests.
 const ClaimUpdate = claimUpdate
 
+// OperationSelect and ClaimedSelect read operations as the reads and the
+// claim do, for query-plan tests (a WHERE clause follows).
+const (
+	OperationSelect = `SELECT ` + operationColumns + operationFrom
+	ClaimedSelect   = `SELECT ` + claimedColumns + claimedFrom
+)
+
+// IdentityHolderQuery is the enqueue's look-up of another operation
+// sending a request identity, for query-plan tests.
+const IdentityHolderQuery = identityHolderQuery
+
 // FindOperationsQuery is the search by ID prefix, for query-plan tests.
 const FindOperationsQuery = findOperations
 

@@ -8,17 +8,19 @@ import (
 	"pacer/scheduler/storetest"
 )
 
-// fillDue inserts n due operations of scope straight into the table (a
-// recursive CTE: much faster than n enqueues) and returns the scope's row.
+// fillDue inserts n due operations of scope straight into the tables (a
+// recursive CTE: much faster than n enqueues).
 func fillDue(tb testing.TB, raw *sql.DB, scope string, n int, dueAt time.Time) {
 	tb.Helper()
 	_, err := raw.Exec(`
 		WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < ?1)
-		INSERT INTO operations (operation_id, scope_id, kind, method, path, request_identity, state,
-			next_attempt_at, created_at, updated_at, deadline, max_attempts, max_elapsed_ms, content_hash)
-		SELECT ?2 || '-' || i, (SELECT id FROM scopes WHERE name = ?2), 'read', 'GET', '/x', ?2 || '-' || i,
-			'scheduled', ?3, ?3, ?3, ?3 + 86400000, 5, 86400000, 'h'
-		FROM seq`, n, scope, dueAt.UnixMilli())
+		INSERT INTO operations (operation_id, scope_id, state, next_attempt_at, created_at, updated_at, deadline)
+		SELECT ?2 || '-' || i, (SELECT id FROM scopes WHERE name = ?2), 'scheduled', ?3, ?3, ?3, ?3 + 86400000
+		FROM seq;
+		INSERT INTO operation_requests (id, kind, method, path, request_identity, content_hash, max_attempts, max_elapsed_ms)
+		SELECT o.id, 'read', 'GET', '/x', o.operation_id, 'h', 5, 86400000
+		FROM operations o WHERE o.scope_id = (SELECT id FROM scopes WHERE name = ?2)
+			AND NOT EXISTS (SELECT 1 FROM operation_requests r WHERE r.id = o.id)`, n, scope, dueAt.UnixMilli())
 	if err != nil {
 		tb.Fatalf("fill %s: %v", scope, err)
 	}

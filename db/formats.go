@@ -18,16 +18,14 @@ import (
 // formats_test.go keeps rows as written today and checks they still read
 // into the same values and are still written the same way.
 //
-//	operations.headers        storedHeaders
-//	operations.last_outcome   storedOutcome
-//	operations.result         storedResult
-//	operations.last_response  storedResult
-//	attempts.hint             storedHint
-//	attempts.response         storedResult
-//	scopes.profile_spec       storedSpec
-//	scopes.credentials        storedCredentials, sealed (secret.go)
+//	operation_requests.headers  storedHeaders
+//	attempts.hint               storedHint
+//	attempts.response           storedResult
+//	attempts.answer             storedResult
+//	scopes.profile_spec         storedSpec
+//	scopes.credentials          storedCredentials, sealed (secret.go)
 
-// storedHeaders is operations.headers: an operation's extra request
+// storedHeaders is operation_requests.headers: an operation's extra request
 // headers, by name.
 type storedHeaders map[string]string
 
@@ -51,42 +49,7 @@ func decodeHeaders(v sql.NullString) (map[string]string, error) {
 	return h, nil
 }
 
-// storedOutcome is operations.last_outcome: scheduler.OutcomeSummary
-// without its Response (operations.last_response keeps that).
-type storedOutcome struct {
-	Class  string      `json:"class"`
-	Status int         `json:"status,omitempty"`
-	At     time.Time   `json:"at"`
-	Hint   *storedHint `json:"hint,omitempty"`
-	Reason string      `json:"reason,omitempty"`
-	Detail string      `json:"detail,omitempty"`
-}
-
-// encodeOutcome writes an operation's last outcome (its Response apart).
-func encodeOutcome(o scheduler.OutcomeSummary) (string, error) {
-	v, err := encodeJSON(storedOutcome{
-		Class: string(o.Class), Status: o.Status, At: o.At, Hint: toStoredHint(o.Hint),
-		Reason: o.Reason, Detail: o.Detail,
-	})
-	return v.String, err
-}
-
-// decodeOutcome reads what encodeOutcome wrote; nil for NULL.
-func decodeOutcome(v sql.NullString) (*scheduler.OutcomeSummary, error) {
-	if !v.Valid {
-		return nil, nil
-	}
-	var s storedOutcome
-	if err := json.Unmarshal([]byte(v.String), &s); err != nil {
-		return nil, err
-	}
-	return &scheduler.OutcomeSummary{
-		Class: providers.Class(s.Class), Status: s.Status, At: s.At, Hint: s.Hint.hint(),
-		Reason: s.Reason, Detail: s.Detail,
-	}, nil
-}
-
-// storedHint is attempts.hint and storedOutcome's hint: providers.Hint.
+// storedHint is attempts.hint: providers.Hint.
 type storedHint struct {
 	Source string    `json:"source,omitempty"`
 	Raw    string    `json:"raw,omitempty"`
@@ -130,8 +93,8 @@ func decodeHint(v sql.NullString) (*providers.Hint, error) {
 	return s.hint(), nil
 }
 
-// storedResult is operations.result, operations.last_response and
-// attempts.response: a scheduler.Result. Headers is written even when nil
+// storedResult is attempts.response and attempts.answer: a
+// scheduler.Result. Headers is written even when nil
 // (as null).
 type storedResult struct {
 	Status    int               `json:"status"`

@@ -24,18 +24,15 @@ const (
 	storedSpec = `{"statuses":{"420":"rateLimited","5xx":"transient"},"bodyCode":{"pointer":"/error/code","classes":{"quota":"rateLimited"}},"retryAfter":{"header":"x-wait","format":"delta-seconds"},"budget":{"remaining":"x-left","limit":"x-max","reset":{"header":"x-reset","format":"epoch-seconds"}},"idempotency":{"header":"Idem-Key","retention":"24h","methods":["POST","PUT"]},"sharedLimits":true,"maxConcurrent":3}`
 
 	storedRetryHeaders      = `{"Accept":"application/json","X-Trace":"t-1"}`
-	storedRetryOutcome      = `{"class":"transient","status":503,"at":"2026-09-11T02:00:01Z","hint":{"source":"retry-after","raw":"120","at":"2026-09-11T02:02:00Z","note":"clamped to 2m"},"reason":"unavailable","detail":"503 Service Unavailable: try later"}`
 	storedRetryLastResponse = `{"status":503,"headers":{"Content-Type":"text/plain","Retry-After":"120"},"body":"dHJ5IGxhdGVyLCBwbGVhc2U=","truncated":true}`
 	storedRetryHint         = `{"source":"retry-after","raw":"120","at":"2026-09-11T02:02:00Z","note":"clamped to 2m"}`
 	storedRetryAttemptResp  = `{"status":503,"headers":{"Retry-After":"120"},"body":"dHJ5","truncated":true}`
 
 	storedOKHeaders = `{"Accept":"application/json"}`
-	storedOKOutcome = `{"class":"success","status":201,"at":"2026-09-11T02:00:01Z","hint":{"source":"ratelimit","raw":"bad"}}`
 	storedOKResult  = `{"status":201,"headers":{"Location":"/things/1"},"body":"eyJpZCI6MX0="}`
 	storedOKHint    = `{"source":"ratelimit","raw":"bad"}`
 
-	storedEmptyOutcome = `{"class":"success","status":204,"at":"2026-09-11T02:00:01.5Z"}`
-	storedEmptyResult  = `{"status":204,"headers":null}`
+	storedEmptyResult = `{"status":204,"headers":null}`
 )
 
 // storedScopes are the sealed credentials of four scopes (under testKey,
@@ -77,8 +74,9 @@ var formatOps = []struct {
 	headers   map[string]string
 	finished  time.Time
 	comp      scheduler.Completion
-	// The operation's and its attempt's stored JSON (empty for NULL).
-	headersJSON, outcome, lastResponse, result, hint, attemptResponse string
+	// The request's and the attempt's stored JSON (empty for NULL): the
+	// answer is the operation's result or last response.
+	headersJSON, answer, hint, attemptResponse string
 }{
 	{
 		id: "fmt-retry", scope: "fmt-bearer", headers: map[string]string{"Accept": "application/json", "X-Trace": "t-1"},
@@ -91,7 +89,7 @@ var formatOps = []struct {
 			Response:        &scheduler.Result{Status: 503, Headers: map[string]string{"Retry-After": "120", "Content-Type": "text/plain"}, Body: []byte("try later, please"), Truncated: true},
 			AttemptResponse: &scheduler.Result{Status: 503, Headers: map[string]string{"Retry-After": "120"}, Body: []byte("try"), Truncated: true},
 		},
-		headersJSON: storedRetryHeaders, outcome: storedRetryOutcome, lastResponse: storedRetryLastResponse,
+		headersJSON: storedRetryHeaders, answer: storedRetryLastResponse,
 		hint: storedRetryHint, attemptResponse: storedRetryAttemptResp,
 	},
 	{
@@ -102,7 +100,7 @@ var formatOps = []struct {
 			Decision: scheduler.Decision{State: scheduler.StateSucceeded, Reason: "created",
 				Result: &scheduler.Result{Status: 201, Headers: map[string]string{"Location": "/things/1"}, Body: []byte(`{"id":1}`)}},
 		},
-		headersJSON: storedOKHeaders, outcome: storedOKOutcome, result: storedOKResult, hint: storedOKHint,
+		headersJSON: storedOKHeaders, answer: storedOKResult, hint: storedOKHint,
 	},
 	{
 		id: "fmt-empty", scope: "fmt-basic", finished: t0.Add(1500 * time.Millisecond),
@@ -110,7 +108,7 @@ var formatOps = []struct {
 			Outcome:  providers.Outcome{Class: providers.ClassSuccess, Status: 204},
 			Decision: scheduler.Decision{State: scheduler.StateSucceeded, Reason: "done", Result: &scheduler.Result{Status: 204}},
 		},
-		outcome: storedEmptyOutcome, result: storedEmptyResult,
+		answer: storedEmptyResult,
 	},
 }
 
@@ -147,24 +145,9 @@ func TestStoredFormats(t *testing.T) {
 		ops = append(ops, storetest.NewOp("fmt-none-op", "fmt-none", t0))
 		storetest.Enqueue(t, d, t0, ops...)
 	}
-	// columns reads the stored JSON of the operation id and its first
-	// attempt.
-	columns := func(t *testing.T, raw *sql.DB, id string) (headers, outcome, lastResponse, result, hint, attemptResponse storedJSON) {
+	// completeFormatOps completes formatOps, claimed as claims.
+	completeFormatOps := func(t *testing.T, d *db.DB, claims []scheduler.Claim) {
 		t.Helper()
-		err := raw.QueryRow(`SELECT o.headers, o.last_outcome, o.last_response, o.result, a.hint, a.response
-			FROM operations o JOIN attempts a ON a.operation_id = o.id AND a.number = 1 WHERE o.operation_id = ?`, id).
-			Scan(&headers, &outcome, &lastResponse, &result, &hint, &attemptResponse)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	nullable := func(s string) storedJSON { return storedJSON{String: s, Valid: s != ""} }
-
-	t.Run("WritesTodaysRows", func(t *testing.T) {
-		d, path := newTestDB(t)
-		putFormatScopes(t, d)
-		claims := storetest.Claim(t, d, t0, 10)
 		for _, c := range claims {
 			for _, f := range formatOps {
 				if f.id != c.Operation.ID {
@@ -177,15 +160,34 @@ func TestStoredFormats(t *testing.T) {
 				}
 			}
 		}
+	}
+	// columns reads the stored JSON of the operation id's request and
+	// first attempt.
+	columns := func(t *testing.T, raw *sql.DB, id string) (headers, answer, hint, attemptResponse storedJSON) {
+		t.Helper()
+		err := raw.QueryRow(`SELECT r.headers, a.answer, a.hint, a.response
+			FROM operations o JOIN operation_requests r ON r.id = o.id JOIN attempts a ON a.operation_id = o.id AND a.number = 1
+			WHERE o.operation_id = ?`, id).
+			Scan(&headers, &answer, &hint, &attemptResponse)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	nullable := func(s string) storedJSON { return storedJSON{String: s, Valid: s != ""} }
+
+	t.Run("WritesTodaysRows", func(t *testing.T) {
+		d, path := newTestDB(t)
+		putFormatScopes(t, d)
+		completeFormatOps(t, d, storetest.Claim(t, d, t0, 10))
 		raw := rawDB(t, path)
 		for _, f := range formatOps {
-			h, o, lr, r, hint, ar := columns(t, raw, f.id)
+			h, a, hint, ar := columns(t, raw, f.id)
 			for _, c := range []struct {
 				column    string
 				got, want storedJSON
 			}{
-				{"headers", h, nullable(f.headersJSON)}, {"last_outcome", o, nullable(f.outcome)},
-				{"last_response", lr, nullable(f.lastResponse)}, {"result", r, nullable(f.result)},
+				{"operation_requests.headers", h, nullable(f.headersJSON)}, {"attempts.answer", a, nullable(f.answer)},
 				{"attempts.hint", hint, nullable(f.hint)}, {"attempts.response", ar, nullable(f.attemptResponse)},
 			} {
 				if c.got != c.want {
@@ -257,14 +259,16 @@ func TestStoredFormats(t *testing.T) {
 			t.Errorf("stored profile spec read as %+v, want %+v", sc.Profile, formatSpec())
 		}
 
+		// Completed, then given the stored rows' JSON.
+		completeFormatOps(t, d, claims)
 		for _, f := range formatOps {
-			_, err := raw.Exec(`UPDATE operations SET headers = ?, last_outcome = ?, last_response = ?, result = ? WHERE operation_id = ?`,
-				nullable(f.headersJSON), nullable(f.outcome), nullable(f.lastResponse), nullable(f.result), f.id)
+			_, err := raw.Exec(`UPDATE operation_requests SET headers = ? WHERE id = (SELECT id FROM operations WHERE operation_id = ?)`,
+				nullable(f.headersJSON), f.id)
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = raw.Exec(`UPDATE attempts SET hint = ?, response = ? WHERE number = 1 AND operation_id = (SELECT id FROM operations WHERE operation_id = ?)`,
-				nullable(f.hint), nullable(f.attemptResponse), f.id)
+			_, err = raw.Exec(`UPDATE attempts SET hint = ?, response = ?, answer = ? WHERE number = 1 AND operation_id = (SELECT id FROM operations WHERE operation_id = ?)`,
+				nullable(f.hint), nullable(f.attemptResponse), nullable(f.answer), f.id)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -48,6 +48,7 @@ func migrations() []string {
 		ALTER TABLE users ADD COLUMN failed_signins INTEGER NOT NULL DEFAULT 0 CHECK (failed_signins >= 0);`,
 		slimFeedAndScopeVersions, // version 10
 		runningIndex,             // version 11
+		narrowHotRow,             // version 12
 	}
 }
 
@@ -61,6 +62,71 @@ const runningIndex = `
 DROP INDEX operations_running_scope;
 DROP INDEX operations_running_lease;
 CREATE INDEX operations_running ON operations (scope_id, lease_expires_at) WHERE state = 'running';`
+
+// narrowHotRow (issue 15: the hot path) splits the operation row, which the
+// claim and the completion rewrote whole, request and answers with it:
+//   - operations keeps what the claim, the completion and manual actions
+//     change (state, times, lease, counters, reasons, the budget it
+//     spends) and, in answered_attempt, the number of the attempt whose
+//     answer is the operation's last outcome (NULL before any).
+//   - operation_requests holds what is written once, at enqueue: the
+//     request (kind, method, path, headers, body, content type), its
+//     identity, content hash and retry bounds. The request-identity index
+//     moves with it (the scope is checked on the operation row).
+//   - the last outcome is the answered attempt's own columns (class,
+//     status, finished_at, hint, reason, detail), which the completion
+//     writes anyway; the provider's whole answer (a success's result, or
+//     the last answer of an operation that did not succeed) is that
+//     attempt's answer column. Only the answered attempt keeps one: a
+//     later answer clears the one before, so an operation keeps one whole
+//     answer, as before.
+//
+// Existing rows are split as they are: the answered attempt is the
+// latest finished one (only an applied completion finishes an attempt),
+// and it takes the operation's result or last response.
+const narrowHotRow = `
+CREATE TABLE operation_requests (
+    id               INTEGER PRIMARY KEY REFERENCES operations (id),
+    kind             TEXT    NOT NULL CHECK (kind IN ('read', 'mutation')),
+    method           TEXT    NOT NULL CHECK (method <> ''),
+    path             TEXT    NOT NULL CHECK (path LIKE '/%'),
+    headers          TEXT    CHECK (headers IS NULL OR json_valid(headers)),
+    body             BLOB,
+    content_type     TEXT    NOT NULL DEFAULT '',
+    request_identity TEXT    NOT NULL CHECK (request_identity <> ''),
+    content_hash     TEXT    NOT NULL,
+    max_attempts     INTEGER NOT NULL CHECK (max_attempts >= 1),
+    max_elapsed_ms   INTEGER NOT NULL CHECK (max_elapsed_ms >= 1)
+) STRICT;
+INSERT INTO operation_requests (id, kind, method, path, headers, body, content_type,
+        request_identity, content_hash, max_attempts, max_elapsed_ms)
+    SELECT id, kind, method, path, headers, body, content_type,
+        request_identity, content_hash, max_attempts, max_elapsed_ms
+    FROM operations ORDER BY id;
+DROP INDEX operations_identity;
+CREATE INDEX operation_requests_identity ON operation_requests (request_identity);
+ALTER TABLE attempts ADD COLUMN answer TEXT CHECK (answer IS NULL OR json_valid(answer));
+ALTER TABLE operations ADD COLUMN answered_attempt INTEGER CHECK (answered_attempt >= 1);
+UPDATE operations SET answered_attempt = (
+        SELECT max(a.number) FROM attempts a WHERE a.operation_id = operations.id AND a.finished_at IS NOT NULL)
+    WHERE last_outcome IS NOT NULL;
+UPDATE attempts SET answer = (
+        SELECT coalesce(o.result, o.last_response) FROM operations o WHERE o.id = attempts.operation_id)
+    WHERE (operation_id, number) IN (SELECT id, answered_attempt FROM operations WHERE answered_attempt IS NOT NULL);
+ALTER TABLE operations DROP COLUMN kind;
+ALTER TABLE operations DROP COLUMN method;
+ALTER TABLE operations DROP COLUMN path;
+ALTER TABLE operations DROP COLUMN headers;
+ALTER TABLE operations DROP COLUMN body;
+ALTER TABLE operations DROP COLUMN content_type;
+ALTER TABLE operations DROP COLUMN request_identity;
+ALTER TABLE operations DROP COLUMN content_hash;
+ALTER TABLE operations DROP COLUMN max_attempts;
+ALTER TABLE operations DROP COLUMN max_elapsed_ms;
+ALTER TABLE operations DROP COLUMN last_outcome;
+ALTER TABLE operations DROP COLUMN last_response;
+ALTER TABLE operations DROP COLUMN result;
+`
 
 // maybeAppliedAndDeadlines (design §11) records on each operation whether
 // an attempt of it may have applied its mutation (maybe_applied, set by a

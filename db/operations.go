@@ -17,18 +17,32 @@ import (
 )
 
 // operationColumns are the columns scanOperation reads, in order, from
-// operations o joined with scopes s. The state, next attempt time and
-// blocked-by are what the operation reports (opState, opNextAttemptAt,
-// opBlockedBy): what its scope does to it is computed here, at read time.
-const operationColumns = `o.id, o.scope_id, o.operation_id, s.name, s.provider, o.kind, o.method, o.path,
-	o.headers, o.body, o.content_type, o.request_identity, ` + opState + `, o.attempt, o.budget_attempts,
-	` + opNextAttemptAt + `, o.hold_reason, o.failure_reason, o.last_outcome, o.created_at, o.updated_at,
-	o.deadline, o.max_attempts, o.max_elapsed_ms, o.result, o.lease_token, o.lease_expires_at,
-	o.first_sent_at, o.content_hash, o.maybe_applied, ` + opBlockedBy + `,
-	o.released_from_state, o.released_from_reason`
+// operations o joined with scopes s, its request r and its answered
+// attempt a (operationJoins). The state, next attempt time and blocked-by
+// are what the operation reports (opState, opNextAttemptAt, opBlockedBy):
+// what its scope does to it is computed here, at read time. The last
+// outcome is the answered attempt's; its whole answer is the operation's
+// result when that attempt succeeded (otherwise it is the last outcome's
+// Response, read with one operation alone: withLastResponse).
+const operationColumns = `o.id, o.scope_id, o.operation_id, s.name, s.provider, r.kind, r.method, r.path,
+	r.headers, r.body, r.content_type, r.request_identity, ` + opState + `, o.attempt, o.budget_attempts,
+	` + opNextAttemptAt + `, o.hold_reason, o.failure_reason, o.created_at, o.updated_at,
+	o.deadline, r.max_attempts, r.max_elapsed_ms, o.lease_token, o.lease_expires_at,
+	o.first_sent_at, r.content_hash, o.maybe_applied, ` + opBlockedBy + `,
+	o.released_from_state, o.released_from_reason, ` + answeredColumns
+
+// answeredColumns are the answered attempt's columns scanOperation reads
+// last: what the operation shows as its last outcome, and its result.
+const answeredColumns = `a.class, a.status, a.finished_at, a.hint, a.reason, a.detail,
+	CASE WHEN a.decided_state = 'succeeded' THEN a.answer END`
+
+// operationJoins joins an operation o with its request r and its answered
+// attempt a (none before its first answer).
+const operationJoins = ` JOIN operation_requests r ON r.id = o.id
+	LEFT JOIN attempts a ON a.operation_id = o.id AND a.number = o.answered_attempt `
 
 // operationFrom is the FROM clause that goes with operationColumns.
-const operationFrom = ` FROM operations o JOIN scopes s ON s.id = o.scope_id ` + operationBudgetJoin
+const operationFrom = ` FROM operations o JOIN scopes s ON s.id = o.scope_id ` + operationJoins + operationBudgetJoin
 
 // opRow is an operation as stored, with its row IDs.
 type opRow struct {
@@ -41,19 +55,21 @@ type opRow struct {
 func scanOperation(row interface{ Scan(...any) error }) (opRow, error) {
 	var (
 		r                                  opRow
-		headers, lastOutcome, result       sql.NullString
+		headers, result                    sql.NullString
 		hold, failure, blockedBy           sql.NullString
 		releasedFrom, releasedReason       sql.NullString
 		nextAttemptAt, leaseExpires, first sql.NullInt64
 		createdAt, updatedAt, deadline     int64
 		maxElapsedMS                       int64
+		last                               answeredAttempt
 	)
 	o := &r.Operation
 	err := row.Scan(&r.id, &r.scopeID, &o.ID, &o.Scope, &o.Provider, &o.Kind, &o.Request.Method, &o.Request.Path,
 		&headers, &o.Request.Body, &o.Request.ContentType, &o.RequestIdentity, &o.State, &o.Attempt, &o.BudgetAttempts,
-		&nextAttemptAt, &hold, &failure, &lastOutcome, &createdAt, &updatedAt,
-		&deadline, &o.Retry.MaxAttempts, &maxElapsedMS, &result, &o.LeaseToken, &leaseExpires,
-		&first, &o.ContentHash, &o.MaybeApplied, &blockedBy, &releasedFrom, &releasedReason)
+		&nextAttemptAt, &hold, &failure, &createdAt, &updatedAt,
+		&deadline, &o.Retry.MaxAttempts, &maxElapsedMS, &o.LeaseToken, &leaseExpires,
+		&first, &o.ContentHash, &o.MaybeApplied, &blockedBy, &releasedFrom, &releasedReason,
+		&last.class, &last.status, &last.finishedAt, &last.hint, &last.reason, &last.detail, &result)
 	if err != nil {
 		return opRow{}, err
 	}
@@ -70,7 +86,7 @@ func scanOperation(row interface{ Scan(...any) error }) (opRow, error) {
 	if o.Request.Headers, err = decodeHeaders(headers); err != nil {
 		return opRow{}, fmt.Errorf("operation %s: stored headers: %w", o.ID, err)
 	}
-	if o.LastOutcome, err = decodeOutcome(lastOutcome); err != nil {
+	if o.LastOutcome, err = last.outcome(); err != nil {
 		return opRow{}, fmt.Errorf("operation %s: stored last outcome: %w", o.ID, err)
 	}
 	if o.Result, err = decodeResult(result); err != nil {
@@ -110,18 +126,44 @@ func findOperationByRowID(ctx context.Context, tx *sql.Tx, rowID int64) (opRow, 
 	return withLastResponse(ctx, tx, r)
 }
 
+// answeredAttempt is the answered attempt's columns of operationColumns.
+type answeredAttempt struct {
+	class, hint        sql.NullString
+	status, finishedAt sql.NullInt64
+	reason, detail     sql.NullString
+}
+
+// outcome is the last outcome the answered attempt's columns say; nil
+// when there is no answered attempt.
+func (a answeredAttempt) outcome() (*scheduler.OutcomeSummary, error) {
+	if !a.class.Valid {
+		return nil, nil
+	}
+	hint, err := decodeHint(a.hint)
+	if err != nil {
+		return nil, err
+	}
+	return &scheduler.OutcomeSummary{
+		Class: providers.Class(a.class.String), Status: int(a.status.Int64), At: fromMillis(a.finishedAt.Int64),
+		Hint: hint, Reason: a.reason.String, Detail: a.detail.String,
+	}, nil
+}
+
 // withLastResponse adds to r, read alone, its last outcome's whole
-// response: listings and claims leave it out, as it may be as large as
-// the result limit.
+// response (the answered attempt's answer, unless it succeeded: then it
+// is r's Result): listings and claims leave it out, as it may be as large
+// as the result limit.
 func withLastResponse(ctx context.Context, tx *sql.Tx, r opRow) (opRow, error) {
 	if r.LastOutcome == nil {
 		return r, nil
 	}
 	var response sql.NullString
-	if err := tx.QueryRowContext(ctx, `SELECT last_response FROM operations WHERE id = ?`, r.id).Scan(&response); err != nil {
+	err := tx.QueryRowContext(ctx, `
+		SELECT a.answer FROM operations o JOIN attempts a ON a.operation_id = o.id AND a.number = o.answered_attempt
+		WHERE o.id = ? AND a.decided_state IS NOT 'succeeded'`, r.id).Scan(&response)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return opRow{}, fmt.Errorf("operation %s: last response: %w", r.ID, err)
 	}
-	var err error
 	if r.LastOutcome.Response, err = decodeResult(response); err != nil {
 		return opRow{}, fmt.Errorf("operation %s: stored last response: %w", r.ID, err)
 	}
@@ -162,18 +204,21 @@ func (db *DB) Enqueue(ctx context.Context, ops []scheduler.NewOperation, now tim
 	return results, nil
 }
 
+// identityHolderQuery finds an operation of scope ?2, other than ?3, that
+// sends request identity ?1 and is unfinished or was updated after ?4.
+const identityHolderQuery = `
+	SELECT o.operation_id FROM operation_requests r JOIN operations o ON o.id = r.id
+	WHERE r.request_identity = ?1 AND o.scope_id = ?2 AND o.operation_id <> ?3
+	  AND (o.updated_at > ?4 OR o.state NOT IN ('succeeded', 'failed', 'canceled'))
+	LIMIT 1`
+
 // identityHolder returns the ID of another operation of the scope that
 // holds op's request identity within retention (unfinished, or updated
 // less than retention before now), or "" when there is none or op's own
 // ID exists already (a repeated enqueue is judged by content).
 func identityHolder(ctx context.Context, tx *sql.Tx, scopeID int64, op scheduler.NewOperation, retention time.Duration, now time.Time) (string, error) {
 	var other string
-	err := tx.QueryRowContext(ctx, `
-		SELECT operation_id FROM operations
-		WHERE scope_id = ? AND request_identity = ? AND operation_id <> ?
-		  AND (updated_at > ? OR state NOT IN ('succeeded', 'failed', 'canceled'))
-		LIMIT 1`,
-		scopeID, op.RequestIdentity, op.ID, millis(now.Add(-retention))).Scan(&other)
+	err := tx.QueryRowContext(ctx, identityHolderQuery, op.RequestIdentity, scopeID, op.ID, millis(now.Add(-retention))).Scan(&other)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return "", nil
@@ -254,20 +299,24 @@ func enqueueOne(ctx context.Context, tx *sql.Tx, op scheduler.NewOperation, now 
 	// table per statement, several times the INSERT. The trigger's own
 	// insert neither counts as a change nor leaves its row ID behind.
 	res, err := tx.ExecContext(ctx, `
-		INSERT INTO operations (operation_id, scope_id, kind, method, path, headers, body, content_type,
-			request_identity, state, next_attempt_at, created_at, updated_at, deadline,
-			max_attempts, max_elapsed_ms, content_hash, resource)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'scheduled', ?, ?, ?, ?, ?, ?, ?, ?)
+		INSERT INTO operations (operation_id, scope_id, state, next_attempt_at, created_at, updated_at, deadline, resource)
+		VALUES (?, ?, 'scheduled', ?, ?, ?, ?, ?)
 		ON CONFLICT (operation_id) DO NOTHING`,
-		op.ID, scope.id, string(op.Kind), op.Request.Method, op.Request.Path, headers, body, op.Request.ContentType,
-		op.RequestIdentity, millis(notBefore), millis(now), millis(now), millis(deadline),
-		op.Retry.MaxAttempts, op.Retry.MaxElapsed.Milliseconds(), op.ContentHash,
+		op.ID, scope.id, millis(notBefore), millis(now), millis(now), millis(deadline),
 		scope.routes.Resource(op.Request.Method, op.Request.Path))
 	var rowID, inserted int64
 	if err == nil {
 		if inserted, err = res.RowsAffected(); err == nil && inserted == 1 {
 			rowID, err = res.LastInsertId()
 		}
+	}
+	if err == nil && inserted == 1 {
+		_, err = tx.ExecContext(ctx, `
+			INSERT INTO operation_requests (id, kind, method, path, headers, body, content_type,
+				request_identity, content_hash, max_attempts, max_elapsed_ms)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			rowID, string(op.Kind), op.Request.Method, op.Request.Path, headers, body, op.Request.ContentType,
+			op.RequestIdentity, op.ContentHash, op.Retry.MaxAttempts, op.Retry.MaxElapsed.Milliseconds())
 	}
 	switch {
 	case err == nil && inserted == 0: // the operation ID exists

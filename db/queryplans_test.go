@@ -63,9 +63,7 @@ func TestQueryPlans(t *testing.T) {
 			ORDER BY o.created_at DESC, o.id DESC LIMIT 10`, "operations_reason_created", nil},
 		// The enqueue's look-up of another operation sending the same
 		// request identity.
-		{"RequestIdentity", `SELECT operation_id FROM operations
-			WHERE scope_id = ? AND request_identity = ? AND operation_id <> ?
-			  AND (updated_at > ? OR state NOT IN ('succeeded', 'failed', 'canceled')) LIMIT 1`, "operations_identity", []any{1, "x", "y", 0}},
+		{"RequestIdentity", db.IdentityHolderQuery, "operation_requests_identity", []any{"x", 1, "y", 0}},
 		// The support page's lists read only the rows they show, in order.
 		{"Attention", attention + newest, "operations_attention", nil},
 		{"AttentionPage", attention + ` AND (o.created_at, o.id) < (5, 6)` + newest, "operations_attention", nil},
@@ -82,6 +80,19 @@ func TestQueryPlans(t *testing.T) {
 				t.Fatalf("plan %q, want index %s and no sort", got, tc.index)
 			}
 		})
+	}
+	// An operation's request and answered attempt are joined by their
+	// keys, in listings as in claims.
+	for name, query := range map[string]string{
+		"ListJoins":  db.OperationSelect + `WHERE o.scope_id = 3 AND (o.created_at, o.id) < (5, 6) ORDER BY o.created_at DESC, o.id DESC LIMIT 10`,
+		"ClaimJoins": db.ClaimedSelect + `WHERE o.id IN (SELECT value FROM json_each('[1,2]'))`,
+	} {
+		got := queryPlan(t, raw, query)
+		for _, want := range []string{"SEARCH r USING INTEGER PRIMARY KEY (rowid=?)", "SEARCH a USING PRIMARY KEY (operation_id=? AND number=?)"} {
+			if !strings.Contains(got, want) || strings.Contains(got, "TEMP B-TREE") {
+				t.Errorf("%s: plan %q, want %q and no sort", name, got, want)
+			}
+		}
 	}
 	// Recovery reads the running rows through their index and orders
 	// them by expiry itself: they are bounded by the workers of the
@@ -130,6 +141,8 @@ func TestPruneQueryPlans(t *testing.T) {
 		{"Select", `SELECT id FROM operations INDEXED BY operations_finished WHERE state IN ('succeeded', 'canceled') AND updated_at < 5 ORDER BY updated_at, id LIMIT 500`, "operations_finished"},
 		{"Attempts", `DELETE FROM attempts WHERE operation_id IN (SELECT value FROM json_each('[1,2]'))`, "SEARCH attempts USING PRIMARY KEY"},
 		{"Audit", `DELETE FROM audit WHERE operation_id IN (SELECT value FROM json_each('[1,2]'))`, "SEARCH audit USING COVERING INDEX audit_operation"},
+		{"Requests", `DELETE FROM operation_requests WHERE id IN (SELECT id FROM operations
+		WHERE id IN (SELECT value FROM json_each('[1,2]')) AND +state IN ('succeeded', 'canceled'))`, "SEARCH operation_requests USING INTEGER PRIMARY KEY"},
 		{"Operations", `DELETE FROM operations WHERE id IN (SELECT value FROM json_each('[1,2]')) AND +state IN ('succeeded', 'canceled')`, "SEARCH operations USING INTEGER PRIMARY KEY"},
 		{"Changes", `DELETE FROM changes WHERE seq <= 5`, "SEARCH changes USING INTEGER PRIMARY KEY"},
 	} {

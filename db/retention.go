@@ -97,6 +97,10 @@ func pruneOperations(ctx context.Context, tx *sql.Tx, before int64, limit int) (
 	// The state is checked again: nothing but a finished row is removed.
 	// The unary + keeps the planner on the row IDs: searching the state
 	// index instead would walk every finished row.
+	if _, err = del(`DELETE FROM operation_requests WHERE id IN (SELECT id FROM operations
+		WHERE id IN (SELECT value FROM json_each(?)) AND +state IN ('succeeded', 'canceled'))`); err != nil {
+		return scheduler.PruneResult{}, fmt.Errorf("delete requests: %w", err)
+	}
 	if res.Operations, err = del(`DELETE FROM operations WHERE id IN (SELECT value FROM json_each(?)) AND +state IN ('succeeded', 'canceled')`); err != nil {
 		return scheduler.PruneResult{}, fmt.Errorf("delete operations: %w", err)
 	}

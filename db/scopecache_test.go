@@ -86,7 +86,7 @@ func TestConfigVersionNeverRepeats(t *testing.T) {
 		t.Fatalf("claims %+v", c)
 	}
 	raw := rawDB(t, path)
-	for _, q := range []string{`DROP TRIGGER scopes_never_deleted`, `DELETE FROM attempts`, `DELETE FROM operations`,
+	for _, q := range []string{`DROP TRIGGER scopes_never_deleted`, `DELETE FROM attempts`, `DELETE FROM operation_requests`, `DELETE FROM operations`,
 		`DELETE FROM scope_budgets`, `DELETE FROM scopes`} {
 		if _, err := raw.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)

@@ -86,9 +86,10 @@ func releaseHeldInScope(ctx context.Context, tx *sql.Tx, scope string, at time.T
 	}
 	res, err := tx.ExecContext(ctx, `
 		UPDATE operations SET state = 'scheduled', next_attempt_at = ?, hold_reason = NULL,
-			failure_reason = NULL, budget_attempts = 0, deadline = ? + max_elapsed_ms, updated_at = ?
+			failure_reason = NULL, budget_attempts = 0, updated_at = ?,
+			deadline = ? + (SELECT r.max_elapsed_ms FROM operation_requests r WHERE r.id = operations.id)
 		WHERE scope_id = ? AND state = 'held'`,
-		millis(at), millis(at), millis(act.At), scopeID)
+		millis(at), millis(act.At), millis(at), scopeID)
 	if err != nil {
 		return 0, err
 	}

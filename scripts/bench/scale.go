@@ -103,7 +103,7 @@ func prepareScaleDB(ctx context.Context, bin, path, provider string) error {
 
 // fillScaleDB writes the stored operations straight into the stopped
 // database with SQL (a recursive CTE per kind of row), shaped as pacer
-// stores them: finished rows with an outcome, a result and an attempt.
+// stores them: finished rows with a request and an answered attempt.
 func fillScaleDB(ctx context.Context, path string) error {
 	db, err := sql.Open("sqlite", sqliteDSN(path)+"&_pragma=foreign_keys(1)")
 	if err != nil {
@@ -115,28 +115,30 @@ func fillScaleDB(ctx context.Context, path string) error {
 	hour := int64(time.Hour / time.Millisecond)
 	const insert = `
 		WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < ?1)
-		INSERT INTO operations (operation_id, scope_id, kind, method, path, headers, body, content_type,
-			request_identity, state, attempt, budget_attempts, next_attempt_at, last_outcome, result,
-			created_at, updated_at, deadline, max_attempts, max_elapsed_ms, lease_token, lease_expires_at,
-			first_sent_at, content_hash)
-		SELECT ?2 || i, (SELECT id FROM scopes WHERE name = ?3), 'mutation', 'POST', '/v1/things',
-			'{"Accept":"application/json"}', CAST('{"n":' || i || '}' AS BLOB), 'application/json',
-			'pacer-' || ?2 || i, ?4, ?5, ?5, ?6, ?7, ?8,
-			?9, ?9, ?9 + 86400000, 5, 86400000, ?5, ?10, ?11, 'sha256-' || ?2 || i
+		INSERT INTO operations (operation_id, scope_id, state, attempt, budget_attempts, next_attempt_at, answered_attempt,
+			created_at, updated_at, deadline, lease_token, lease_expires_at, first_sent_at)
+		SELECT ?2 || i, (SELECT id FROM scopes WHERE name = ?3), ?4, ?5, ?5, ?6, ?7,
+			?8, ?8, ?8 + 86400000, ?5, ?9, ?10
 		FROM seq`
-	outcome := fmt.Sprintf(`{"class":"success","status":200,"at":"%s","reason":"2xx"}`, time.UnixMilli(now-hour).UTC().Format(time.RFC3339Nano))
+	// The requests of the rows just inserted (row ID ?1 on).
+	const insertRequests = `
+		INSERT INTO operation_requests (id, kind, method, path, headers, body, content_type,
+			request_identity, content_hash, max_attempts, max_elapsed_ms)
+		SELECT id, 'mutation', 'POST', '/v1/things', '{"Accept":"application/json"}',
+			CAST('{"n":' || id || '}' AS BLOB), 'application/json', 'pacer-' || operation_id, 'sha256-' || operation_id, 5, 86400000
+		FROM operations WHERE id >= ?1`
 	result := `{"status":200,"headers":{"Content-Type":"application/json"},"body":"eyJvayI6dHJ1ZX0="}`
 	batches := []struct {
 		n                   int
 		prefix, scope, st   string
 		attempt             int
 		next, lease, sentAt any
-		outcome, result     any
+		answered            any
 	}{
-		{scaleFinished, "done-", "bulk", "succeeded", 1, nil, nil, now - hour, outcome, result},
-		{scaleFuture, "later-", "bulk", "scheduled", 0, now + 30*24*hour, nil, nil, nil, nil},
-		{scalePausedDue, "paused-", "paused", "scheduled", 0, now - hour, nil, nil, nil, nil},
-		{scaleExpired, "expired-", "bulk", "running", 1, nil, now - hour, now - 2*hour, nil, nil},
+		{scaleFinished, "done-", "bulk", "succeeded", 1, nil, nil, now - hour, 1},
+		{scaleFuture, "later-", "bulk", "scheduled", 0, now + 30*24*hour, nil, nil, nil},
+		{scalePausedDue, "paused-", "paused", "scheduled", 0, now - hour, nil, nil, nil},
+		{scaleExpired, "expired-", "bulk", "running", 1, nil, now - hour, now - 2*hour, nil},
 	}
 	for _, b := range batches {
 		tx, err := db.BeginTx(ctx, nil)
@@ -148,21 +150,26 @@ func fillScaleDB(ctx context.Context, path string) error {
 			tx.Rollback()
 			return fmt.Errorf("fill %s: %w", b.prefix, err)
 		}
-		_, err = tx.ExecContext(ctx, insert, b.n, b.prefix, b.scope, b.st, b.attempt, b.next, b.outcome, b.result,
+		_, err = tx.ExecContext(ctx, insert, b.n, b.prefix, b.scope, b.st, b.attempt, b.next, b.answered,
 			now-2*hour, b.lease, b.sentAt)
+		if err == nil {
+			_, err = tx.ExecContext(ctx, insertRequests, firstID)
+		}
 		if err == nil && b.attempt > 0 {
-			// One attempt per sent operation: finished for the succeeded,
-			// an open intent for the running.
+			// One attempt per sent operation: finished, with the
+			// operation's outcome and result, for the succeeded; an open
+			// intent for the running.
 			_, err = tx.ExecContext(ctx, `
-				INSERT INTO attempts (operation_id, number, lease_token, started_at, finished_at, class, status, reason, decided_state, decision)
+				INSERT INTO attempts (operation_id, number, lease_token, started_at, finished_at, class, status, reason, answer, decided_state, decision)
 				SELECT id, 1, 1, first_sent_at,
 					CASE WHEN state = 'succeeded' THEN first_sent_at + 120 END,
 					CASE WHEN state = 'succeeded' THEN 'success' END,
 					CASE WHEN state = 'succeeded' THEN 200 END,
 					CASE WHEN state = 'succeeded' THEN '2xx' ELSE '' END,
+					CASE WHEN state = 'succeeded' THEN ?2 END,
 					CASE WHEN state = 'succeeded' THEN 'succeeded' END,
 					CASE WHEN state = 'succeeded' THEN 'succeeded' ELSE '' END
-				FROM operations WHERE id >= ?`, firstID)
+				FROM operations WHERE id >= ?1`, firstID, result)
 		}
 		if err != nil {
 			tx.Rollback()
