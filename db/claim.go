@@ -126,11 +126,9 @@ func (db *DB) tickOnce(ctx context.Context, conn *sql.Conn, cs []scheduler.Compl
 		return nil, nil, err
 	}
 	defer tx.Rollback()
-	applied := make([]bool, len(cs))
-	for i, c := range cs {
-		if applied[i], err = completeAttempt(ctx, tx, c); err != nil {
-			return nil, nil, fmt.Errorf("complete attempt %d of %s: %w", c.Attempt, c.OperationID, err)
-		}
+	applied, err := completeAttempts(ctx, tx, cs)
+	if err != nil {
+		return nil, nil, err
 	}
 	var claims []scheduler.Claim
 	if p.Limit > 0 {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -38,121 +39,269 @@ func (db *DB) Complete(ctx context.Context, cs []scheduler.Completion) ([]bool, 
 	return applied, nil
 }
 
-func completeAttempt(ctx context.Context, tx *sql.Tx, c scheduler.Completion) (bool, error) {
+// completeAttempts applies cs in order in tx (see Complete). They are
+// taken in chunks of distinct operations, and each chunk costs three
+// statements whatever its size: one read of the fence, one UPDATE of the
+// operation rows, one of the attempt rows, each over a VALUES list (a
+// statement's own cost in SQLite was as much as its rows'). Then, in
+// order, each applied completion's route and scope effect, and each
+// fenced-out one's stale mark.
+func completeAttempts(ctx context.Context, tx *sql.Tx, cs []scheduler.Completion) ([]bool, error) {
+	rows := make([]completionRow, len(cs))
+	for i, c := range cs {
+		var err error
+		if rows[i], err = prepareCompletion(c); err != nil {
+			return nil, fmt.Errorf("complete attempt %d of %s: %w", c.Attempt, c.OperationID, err)
+		}
+	}
+	applied := make([]bool, len(cs))
+	for start := 0; start < len(rows); {
+		end := start + completionChunk(distinctRun(cs[start:]))
+		if err := completeChunk(ctx, tx, rows[start:end], applied[start:end]); err != nil {
+			return nil, err
+		}
+		start = end
+	}
+	return applied, nil
+}
+
+// completionChunk is the size of the next chunk when n completions of
+// distinct operations are left: one of three sizes, so that each
+// statement over a chunk has three texts to prepare.
+func completionChunk(n int) int {
+	switch {
+	case n >= 32:
+		return 32
+	case n >= 8:
+		return 8
+	}
+	return 1
+}
+
+// distinctRun is how many of cs, from the first, are of distinct
+// operations (up to 32): a chunk never holds one operation twice, so
+// that a second completion of it sees what the first did.
+func distinctRun(cs []scheduler.Completion) int {
+	seen := make(map[string]bool, min(len(cs), 32))
+	for i, c := range cs {
+		if seen[c.OperationID] || i == 32 {
+			return i
+		}
+		seen[c.OperationID] = true
+	}
+	return len(cs)
+}
+
+// completionRow is a completion with the values it stores.
+type completionRow struct {
+	c                             scheduler.Completion
+	next                          sql.NullInt64
+	hold, failure                 sql.NullString
+	hint, answer, attemptResponse sql.NullString
+	detail                        string
+	// Set by the fence: the operation's row, scope and resource, and the
+	// attempt whose answer it kept so far.
+	rowID, scopeID int64
+	resource       string
+	answered       sql.NullInt64
+}
+
+// prepareCompletion checks c's decision and encodes what it stores.
+func prepareCompletion(c scheduler.Completion) (completionRow, error) {
 	d := c.Decision
 	if !d.State.Valid() || d.State == scheduler.StateRunning {
-		return false, fmt.Errorf("%w: decided state %q", scheduler.ErrInvalidTransition, d.State)
+		return completionRow{}, fmt.Errorf("%w: decided state %q", scheduler.ErrInvalidTransition, d.State)
 	}
 	if d.State.Due() && d.NextAttemptAt.IsZero() {
-		return false, fmt.Errorf("%w: %s without a next attempt time", scheduler.ErrInvalidTransition, d.State)
+		return completionRow{}, fmt.Errorf("%w: %s without a next attempt time", scheduler.ErrInvalidTransition, d.State)
 	}
-	var next sql.NullInt64
+	r := completionRow{c: c, detail: bound(c.Outcome.Detail, providers.MaxDetail)}
 	if d.State.Due() {
-		next = nullMillis(d.NextAttemptAt)
+		r.next = nullMillis(d.NextAttemptAt)
 	}
-	hint := hintOf(c.Outcome.Hint)
-	detail := bound(c.Outcome.Detail, providers.MaxDetail)
+	if d.State == scheduler.StateHeld {
+		r.hold = nullString(string(d.HoldReason))
+	}
+	if d.State == scheduler.StateFailed {
+		r.failure = nullString(string(d.FailureReason))
+	}
 	// The operation's whole answer: a success's result, or the last
 	// answer of one that did not succeed.
 	answer := c.Response
 	if d.State == scheduler.StateSucceeded {
 		answer = d.Result
 	}
-	answerJSON, err := encodeResult(answer)
-	if err != nil {
-		return false, err
+	var err error
+	if r.answer, err = encodeResult(answer); err != nil {
+		return completionRow{}, err
 	}
-	attemptResponse, err := encodeResult(c.AttemptResponse)
-	if err != nil {
-		return false, err
+	if r.attemptResponse, err = encodeResult(c.AttemptResponse); err != nil {
+		return completionRow{}, err
 	}
-	hintJSON, err := encodeHint(hint)
-	if err != nil {
-		return false, err
+	if r.hint, err = encodeHint(hintOf(c.Outcome.Hint)); err != nil {
+		return completionRow{}, err
 	}
-	var hold, failure sql.NullString
-	if d.State == scheduler.StateHeld {
-		hold = nullString(string(d.HoldReason))
-	}
-	if d.State == scheduler.StateFailed {
-		failure = nullString(string(d.FailureReason))
-	}
+	return r, nil
+}
 
-	// The fence: read the row, then update it by row ID only while it is
-	// still running with this lease (an UPDATE … RETURNING costs SQLite an
-	// ephemeral table per statement, several times a plain UPDATE).
-	var (
-		rowID, scopeID int64
-		resource       string
-		answered       sql.NullInt64
-	)
-	err = tx.QueryRowContext(ctx, `SELECT id, scope_id, resource, answered_attempt FROM operations
-		WHERE operation_id = ? AND state = 'running' AND lease_token = ?`,
-		c.OperationID, c.LeaseToken).Scan(&rowID, &scopeID, &resource, &answered)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, markStale(ctx, tx, c)
-	} else if err != nil {
-		return false, err
+// completeChunk applies rows, completions of distinct operations, setting
+// applied.
+func completeChunk(ctx context.Context, tx *sql.Tx, rows []completionRow, applied []bool) error {
+	if err := fence(ctx, tx, rows, applied); err != nil {
+		return fmt.Errorf("read the leases of %d completions: %w", len(rows), err)
 	}
-	res, err := tx.ExecContext(ctx, `
-		UPDATE operations SET state = ?, next_attempt_at = ?, hold_reason = ?, failure_reason = ?,
-			answered_attempt = ?, lease_expires_at = NULL, updated_at = ?,
-			maybe_applied = max(maybe_applied, ?), budget_attempts = max(budget_attempts - ?, 0)
-		WHERE id = ? AND state = 'running' AND lease_token = ?`,
-		string(d.State), next, hold, failure, c.Attempt, millis(c.FinishedAt),
-		boolInt(d.MaybeApplied), boolInt(d.Uncounted),
-		rowID, c.LeaseToken)
+	var ops, attempts []any
+	n := 0
+	for i := range rows {
+		r := &rows[i]
+		if !applied[i] {
+			continue
+		}
+		c, d := r.c, r.c.Decision
+		n++
+		ops = append(ops, r.rowID, c.LeaseToken, string(d.State), r.next, r.hold, r.failure, c.Attempt,
+			millis(c.FinishedAt), boolInt(d.MaybeApplied), boolInt(d.Uncounted))
+		attempts = append(attempts, r.rowID, c.Attempt, c.LeaseToken, millis(c.FinishedAt),
+			string(c.Outcome.Class), c.Outcome.Status, r.hint, c.Outcome.Reason, r.detail, r.attemptResponse,
+			r.answer, string(d.State), r.next, d.Reason)
+	}
+	if n > 0 {
+		// Padded to the chunk's size with rows that match none (row ID
+		// 0), so that the statement's text is the chunk's.
+		for range len(rows) - n {
+			ops = append(ops, 0, 0, "", nil, nil, nil, 0, 0, 0, 0)
+			attempts = append(attempts, 0, 0, 0, 0, "", 0, nil, "", "", nil, nil, "", nil, "")
+		}
+		if err := updateAll(ctx, tx, completedOperationsValues, completedOperations, len(rows), ops, n); err != nil {
+			return fmt.Errorf("record %d completions: %w", n, err)
+		}
+		if err := updateAll(ctx, tx, completedAttemptsValues, completedAttempts, len(rows), attempts, n); err != nil {
+			return fmt.Errorf("finish %d attempts: %w", n, err)
+		}
+	}
+	for i := range rows {
+		r := &rows[i]
+		if !applied[i] {
+			if err := markStale(ctx, tx, r.c); err != nil {
+				return fmt.Errorf("complete attempt %d of %s: %w", r.c.Attempt, r.c.OperationID, err)
+			}
+			continue
+		}
+		if err := afterCompletion(ctx, tx, r); err != nil {
+			return fmt.Errorf("complete attempt %d of %s: %w", r.c.Attempt, r.c.OperationID, err)
+		}
+	}
+	return nil
+}
+
+// fence reads which of rows still hold their operation's lease (running
+// with the completion's lease token), setting applied and each applied
+// row's operation columns.
+func fence(ctx context.Context, tx *sql.Tx, rows []completionRow, applied []bool) error {
+	args := make([]any, 0, 3*len(rows))
+	for i, r := range rows {
+		args = append(args, i, r.c.OperationID, r.c.LeaseToken)
+	}
+	res, err := tx.QueryContext(ctx, valuesList(fencedValues, 3, len(rows))+fenced, args...)
 	if err != nil {
-		return false, err
+		return err
+	}
+	defer res.Close()
+	for res.Next() {
+		var k int
+		var f completionRow
+		if err := res.Scan(&k, &f.rowID, &f.scopeID, &f.resource, &f.answered); err != nil {
+			return err
+		}
+		rows[k].rowID, rows[k].scopeID, rows[k].resource, rows[k].answered = f.rowID, f.scopeID, f.resource, f.answered
+		applied[k] = true
+	}
+	return res.Err()
+}
+
+// fenced reads the operation rows of completions (the VALUES list j
+// first) that still hold their lease.
+const fenced = `
+	SELECT j.k, o.id, o.scope_id, o.resource, o.answered_attempt
+	FROM j JOIN operations o ON o.operation_id = j.op
+	WHERE o.state = 'running' AND o.lease_token = j.token`
+
+// fencedValues names fenced's VALUES columns.
+const fencedValues = "j(k, op, token)"
+
+// completedOperations records completions on their operation rows (the
+// VALUES list j first), only while each is still running with its lease.
+const completedOperations = `
+	UPDATE operations SET state = j.state, next_attempt_at = j.next, hold_reason = j.hold, failure_reason = j.failure,
+		answered_attempt = j.attempt, lease_expires_at = NULL, updated_at = j.at,
+		maybe_applied = max(maybe_applied, j.maybe), budget_attempts = max(budget_attempts - j.uncounted, 0)
+	FROM j WHERE operations.id = j.id AND operations.state = 'running' AND operations.lease_token = j.token`
+
+// completedOperationsValues names completedOperations' VALUES columns.
+const completedOperationsValues = "j(id, token, state, next, hold, failure, attempt, at, maybe, uncounted)"
+
+// completedAttempts finishes the completions' attempt rows (the VALUES
+// list j first).
+const completedAttempts = `
+	UPDATE attempts SET finished_at = j.at, class = j.class, status = j.status, hint = j.hint, reason = j.reason,
+		detail = j.detail, response = j.response, answer = j.answer, decided_state = j.decided,
+		decided_at = j.decided_at, decision = j.decision
+	FROM j WHERE attempts.operation_id = j.op AND attempts.number = j.number AND attempts.lease_token = j.token`
+
+// completedAttemptsValues names completedAttempts' VALUES columns.
+const completedAttemptsValues = "j(op, number, token, at, class, status, hint, reason, detail, response, answer, decided, decided_at, decision)"
+
+// updateAll runs update after a VALUES list named values of rows rows
+// (args, in order), checking that it changed want rows.
+func updateAll(ctx context.Context, tx *sql.Tx, values, update string, rows int, args []any, want int) error {
+	res, err := tx.ExecContext(ctx, valuesList(values, len(args)/rows, rows)+update, args...)
+	if err != nil {
+		return err
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return false, err
-	} else if n != 1 {
-		return false, fmt.Errorf("operation row %d changed under its completion", rowID) // cannot happen: read in this transaction
+		return err
+	} else if n != int64(want) {
+		return fmt.Errorf("changed %d rows, want %d", n, want) // cannot happen: fenced in this transaction
 	}
+	return nil
+}
 
-	res, err = tx.ExecContext(ctx, `
-		UPDATE attempts SET finished_at = ?, class = ?, status = ?, hint = ?, reason = ?, detail = ?, response = ?,
-			answer = ?, decided_state = ?, decided_at = ?, decision = ?
-		WHERE operation_id = ? AND number = ? AND lease_token = ?`,
-		millis(c.FinishedAt), string(c.Outcome.Class), c.Outcome.Status, hintJSON, c.Outcome.Reason, detail, attemptResponse,
-		answerJSON, string(d.State), next, d.Reason,
-		rowID, c.Attempt, c.LeaseToken)
-	if err != nil {
-		return false, err
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return false, err
-	} else if n != 1 {
-		return false, fmt.Errorf("no attempt %d with lease token %d", c.Attempt, c.LeaseToken)
-	}
-	if answered.Valid && answered.Int64 != int64(c.Attempt) {
+// valuesList is "WITH name AS (VALUES (?, …), …)": rows rows of cols
+// parameters each.
+func valuesList(name string, cols, rows int) string {
+	row := "(" + strings.Repeat("?, ", cols-1) + "?)"
+	return "WITH " + name + " AS (VALUES " + strings.Repeat(row+", ", rows-1) + row + ")"
+}
+
+// afterCompletion does, for an applied completion, what is not the same
+// for every one: the previous answer cleared, the route learned, the
+// scope effect applied.
+func afterCompletion(ctx context.Context, tx *sql.Tx, r *completionRow) error {
+	c, d := r.c, r.c.Decision
+	if r.answered.Valid && r.answered.Int64 != int64(c.Attempt) {
 		// One whole answer per operation: the one before is no longer its
 		// last (the attempt keeps its bounded response).
 		if _, err := tx.ExecContext(ctx, `UPDATE attempts SET answer = NULL WHERE operation_id = ? AND number = ?`,
-			rowID, answered.Int64); err != nil {
-			return false, fmt.Errorf("clear the previous answer: %w", err)
+			r.rowID, r.answered.Int64); err != nil {
+			return fmt.Errorf("clear the previous answer: %w", err)
 		}
 	}
-	if e := d.Scope; e.ResourceKnown && e.Resource != resource {
+	if e := d.Scope; e.ResourceKnown && e.Resource != r.resource {
 		// The answer names the budget this request spends: learn its
 		// route, and move this operation there too (it was running while
 		// its route moved, or this answer is the first to say).
 		var method, path string
-		if err := tx.QueryRowContext(ctx, `SELECT method, path FROM operation_requests WHERE id = ?`, rowID).Scan(&method, &path); err != nil {
-			return false, fmt.Errorf("read the request's route: %w", err)
+		if err := tx.QueryRowContext(ctx, `SELECT method, path FROM operation_requests WHERE id = ?`, r.rowID).Scan(&method, &path); err != nil {
+			return fmt.Errorf("read the request's route: %w", err)
 		}
-		if err := learnRoute(ctx, tx, scopeID, method, path, e.Resource, millis(c.FinishedAt)); err != nil {
-			return false, err
+		if err := learnRoute(ctx, tx, r.scopeID, method, path, e.Resource, millis(c.FinishedAt)); err != nil {
+			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE operations SET resource = ? WHERE id = ?`, e.Resource, rowID); err != nil {
-			return false, fmt.Errorf("move operation to budget %q: %w", e.Resource, err)
+		if _, err := tx.ExecContext(ctx, `UPDATE operations SET resource = ? WHERE id = ?`, e.Resource, r.rowID); err != nil {
+			return fmt.Errorf("move operation to budget %q: %w", e.Resource, err)
 		}
 	}
-	if err := applyScopeEffect(ctx, tx, scopeID, d.Scope, c); err != nil {
-		return false, err
-	}
-	return true, nil
+	return applyScopeEffect(ctx, tx, r.scopeID, d.Scope, c)
 }
 
 // markStale marks the attempt of a fenced-out completion stale, unless

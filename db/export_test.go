@@ -16,6 +16,17 @@ const (
 	ClaimedSelect   = `SELECT ` + claimedColumns + claimedFrom
 )
 
+// CompletionStatements are a chunk of n completions' statements (the
+// fence, the operation rows' UPDATE, the attempt rows' UPDATE) and their
+// parameters per row, for query-plan tests.
+func CompletionStatements(n int) map[string]string {
+	return map[string]string{
+		"Fence":              valuesList(fencedValues, 3, n) + fenced,
+		"CompleteOperations": valuesList(completedOperationsValues, 10, n) + completedOperations,
+		"CompleteAttempts":   valuesList(completedAttemptsValues, 14, n) + completedAttempts,
+	}
+}
+
 // IdentityHolderQuery is the enqueue's look-up of another operation
 // sending a request identity, for query-plan tests.
 const IdentityHolderQuery = identityHolderQuery

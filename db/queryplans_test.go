@@ -81,6 +81,16 @@ func TestQueryPlans(t *testing.T) {
 			}
 		})
 	}
+	// A chunk of completions reaches each operation and attempt row by
+	// its key, for the VALUES list's rows: no statement walks a table.
+	for name, query := range db.CompletionStatements(8) {
+		args := make([]any, strings.Count(query, "?"))
+		got := queryPlan(t, raw, query, args...)
+		if strings.Contains(got, "SCAN o") || strings.Contains(got, "SCAN operations") || strings.Contains(got, "SCAN attempts") ||
+			!strings.Contains(got, "SEARCH") {
+			t.Errorf("%s: plan %q, want each row searched by its key", name, got)
+		}
+	}
 	// An operation's request and answered attempt are joined by their
 	// keys, in listings as in claims.
 	for name, query := range map[string]string{

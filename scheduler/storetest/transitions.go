@@ -3,6 +3,8 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -110,6 +112,74 @@ func testComplete(t *testing.T, open Opener) {
 		}
 		if got := Claim(t, d, T0.Add(time.Hour), 10); len(got) != 0 {
 			t.Fatalf("claimed %d from a held scope", len(got))
+		}
+	})
+
+	t.Run("ManyInOneCall", func(t *testing.T) {
+		// One call with more completions than a store may take in one
+		// statement, in any order: each is fenced and applied as if alone,
+		// in order, so a second completion of the same attempt (or one of
+		// a stale lease) is fenced out, and each operation gets its own
+		// decision, outcome and result.
+		t.Parallel()
+		var ops []scheduler.NewOperation
+		for i := range 45 {
+			ops = append(ops, NewOp(fmt.Sprintf("op-%02d", i), "a", T0))
+		}
+		d := open(t)
+		PutScope(t, d, "a", ScopeOpts{MaxConcurrent: 100})
+		Enqueue(t, d, T0, ops...)
+		claims := Claim(t, d, T0, 45)
+		if len(claims) != 45 {
+			t.Fatalf("claimed %d, want 45", len(claims))
+		}
+		at := T0.Add(time.Second)
+		decide := func(i int) (scheduler.Decision, providers.Outcome) {
+			switch i % 3 {
+			case 0:
+				return scheduler.Decision{State: scheduler.StateSucceeded, Reason: "ok",
+					Result: &scheduler.Result{Status: 200, Body: []byte(fmt.Sprintf("body-%d", i))}}, providers.Outcome{Class: providers.ClassSuccess, Status: 200}
+			case 1:
+				return scheduler.Decision{State: scheduler.StateScheduled, NextAttemptAt: at.Add(time.Duration(i) * time.Second), Reason: "retry"},
+					providers.Outcome{Class: providers.ClassTransient, Status: 503, Reason: fmt.Sprintf("busy-%d", i)}
+			}
+			return scheduler.Decision{State: scheduler.StateHeld, HoldReason: scheduler.HoldUnknownOutcome, Reason: "uncertain"},
+				providers.Outcome{Class: providers.ClassUnknownOutcome, Reason: fmt.Sprintf("timeout-%d", i)}
+		}
+		var cs []scheduler.Completion
+		var want []bool
+		for i, c := range claims {
+			dec, out := decide(i)
+			comp := CompletionOf(c, at, dec, out)
+			switch i {
+			case 5: // a stale lease's completion before the real one
+				stale := comp
+				stale.LeaseToken--
+				cs, want = append(cs, stale), append(want, false)
+			case 40: // the same completion twice: the second finds it done
+				cs, want = append(cs, comp), append(want, true)
+			}
+			cs, want = append(cs, comp), append(want, true)
+			if i == 40 {
+				want[len(want)-1] = false
+			}
+		}
+		applied, err := d.Complete(ctx, cs)
+		if err != nil || !reflect.DeepEqual(applied, want) {
+			t.Fatalf("applied %v, %v\nwant %v", applied, err, want)
+		}
+		for i, c := range claims {
+			dec, out := decide(i)
+			op := GetOp(t, d, c.Operation.ID)
+			if op.State != dec.State || !op.NextAttemptAt.Equal(dec.NextAttemptAt) || op.LastOutcome == nil ||
+				op.LastOutcome.Reason != out.Reason || op.LastOutcome.Class != out.Class || !reflect.DeepEqual(op.Result, dec.Result) {
+				t.Errorf("%s: %s next %s outcome %+v result %+v; want %s next %s outcome %q result %+v",
+					op.ID, op.State, op.NextAttemptAt, op.LastOutcome, op.Result, dec.State, dec.NextAttemptAt, out.Reason, dec.Result)
+			}
+			as, err := d.ListAttempts(ctx, op.ID)
+			if err != nil || len(as) != 1 || as[0].Stale || as[0].DecidedState != dec.State {
+				t.Errorf("%s: attempts %+v, %v", op.ID, as, err)
+			}
 		}
 	})
 
