@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -56,26 +55,13 @@ func completeAttempts(ctx context.Context, tx *sql.Tx, cs []scheduler.Completion
 	}
 	applied := make([]bool, len(cs))
 	for start := 0; start < len(rows); {
-		end := start + completionChunk(distinctRun(cs[start:]))
+		end := start + valuesChunk(distinctRun(cs[start:]))
 		if err := completeChunk(ctx, tx, rows[start:end], applied[start:end]); err != nil {
 			return nil, err
 		}
 		start = end
 	}
 	return applied, nil
-}
-
-// completionChunk is the size of the next chunk when n completions of
-// distinct operations are left: one of three sizes, so that each
-// statement over a chunk has three texts to prepare.
-func completionChunk(n int) int {
-	switch {
-	case n >= 32:
-		return 32
-	case n >= 8:
-		return 8
-	}
-	return 1
 }
 
 // distinctRun is how many of cs, from the first, are of distinct
@@ -264,13 +250,6 @@ func updateAll(ctx context.Context, tx *sql.Tx, values, update string, rows int,
 		return fmt.Errorf("changed %d rows, want %d", n, want) // cannot happen: fenced in this transaction
 	}
 	return nil
-}
-
-// valuesList is "WITH name AS (VALUES (?, …), …)": rows rows of cols
-// parameters each.
-func valuesList(name string, cols, rows int) string {
-	row := "(" + strings.Repeat("?, ", cols-1) + "?)"
-	return "WITH " + name + " AS (VALUES " + strings.Repeat(row+", ", rows-1) + row + ")"
 }
 
 // afterCompletion does, for an applied completion, what is not the same

@@ -454,6 +454,100 @@ func testFindOperations(t *testing.T, open Opener) {
 // and writes nothing while the rest of its batch commits. A scope sent no
 // key, or another scope, is not concerned. The scope's configuration at
 // the enqueue decides (a header given or removed since counts).
+// testEnqueueManyInOneCall: one call of more operations than a store may
+// write in one statement, where later items meet earlier ones: each is
+// judged as if enqueued alone, in order.
+func testEnqueueManyInOneCall(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	if _, _, err := d.PutScope(ctx, scheduler.ScopeConfig{Name: "pay", Provider: "generic", BaseURL: "https://pay.example",
+		MaxConcurrent: 4, IdempotencyHeader: "X-Request-Key"}, scheduler.Action{Actor: "test", At: T0, Reason: "setup"}); err != nil {
+		t.Fatal(err)
+	}
+	PutScope(t, d, "a", ScopeOpts{})
+	before := Enqueue(t, d, T0, NewOp("old-same", "a", T0), NewOp("old-other", "a", T0))[0]
+
+	type item struct {
+		op   scheduler.NewOperation
+		want string // "created", "existing" (same as the item or operation named by same), or the error
+		same string
+	}
+	var items []item
+	add := func(op scheduler.NewOperation, want, same string) { items = append(items, item{op, want, same}) }
+	for i := range 70 {
+		op := NewOp(fmt.Sprintf("new-%02d", i), "a", T0.Add(time.Duration(i)*time.Millisecond))
+		if i%2 == 1 {
+			op.Scope, op.RequestIdentity = "pay", fmt.Sprintf("key-%02d", i)
+		}
+		add(op, "created", "")
+		switch i {
+		case 3: // the same operation again in the same call
+			add(op, "existing", op.ID)
+		case 9: // the same ID, other content
+			other := op
+			other.ContentHash = "other"
+			add(other, scheduler.ErrConflict.Error(), "")
+		case 11: // the same request identity, another ID, in a scope that keeps keys
+			taken := NewOp("takes-key-11", "pay", T0)
+			taken.RequestIdentity = op.RequestIdentity
+			add(taken, scheduler.ErrIdentityInUse.Error(), "")
+		case 20:
+			add(NewOp("old-same", "a", T0), "existing", "old-same")
+			other := NewOp("old-other", "a", T0)
+			other.ContentHash = "changed"
+			add(other, scheduler.ErrConflict.Error(), "")
+			add(NewOp("nowhere-1", "missing", T0), scheduler.ErrUnknownScope.Error(), "")
+		}
+	}
+	ops := make([]scheduler.NewOperation, len(items))
+	for i, it := range items {
+		ops[i] = it.op
+	}
+	res, err := d.Enqueue(ctx, ops, T0.Add(time.Second))
+	if err != nil || len(res) != len(items) {
+		t.Fatalf("enqueue: %d results, %v", len(res), err)
+	}
+	var created []string
+	for i, it := range items {
+		r := res[i]
+		switch it.want {
+		case "created":
+			if r.Err != nil || !r.Created {
+				t.Errorf("item %d (%s): %+v, want created", i, it.op.ID, r)
+				continue
+			}
+			created = append(created, it.op.ID)
+			if got := GetOp(t, d, it.op.ID); !reflect.DeepEqual(got, r.Operation) {
+				t.Errorf("item %d: stored\n %+v\nreported\n %+v", i, got, r.Operation)
+			}
+		case "existing":
+			if r.Err != nil || r.Created || !reflect.DeepEqual(r.Operation, GetOp(t, d, it.same)) {
+				t.Errorf("item %d (%s): %+v, want the existing %s", i, it.op.ID, r, it.same)
+			}
+		default:
+			if r.Err == nil || !strings.Contains(r.Err.Error(), it.want) {
+				t.Errorf("item %d (%s): %+v, want %q", i, it.op.ID, r, it.want)
+			}
+		}
+	}
+	if got := GetOp(t, d, "old-same"); !reflect.DeepEqual(got, before) {
+		t.Errorf("old-same changed: %+v", got)
+	}
+	if _, err := d.GetOperation(ctx, "takes-key-11"); !errors.Is(err, scheduler.ErrNotFound) {
+		t.Errorf("the operation refused the key was stored: %v", err)
+	}
+	// The feed has each new operation once, in the call's order.
+	var fed []string
+	for _, c := range AllChanges(t, d) {
+		if strings.HasPrefix(c.OperationID, "new-") {
+			fed = append(fed, c.OperationID)
+		}
+	}
+	if !reflect.DeepEqual(fed, created) {
+		t.Errorf("feed %v\nwant %v", fed, created)
+	}
+}
+
 func testEnqueueIdentityInUse(t *testing.T, open Opener) {
 	ctx := context.Background()
 	d := open(t)

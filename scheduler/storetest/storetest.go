@@ -36,6 +36,7 @@ var suite = []struct {
 	{"Enqueue", testEnqueue},
 	{"EnqueueReturnsWhatIsStored", testEnqueueReturnsWhatIsStored},
 	{"EnqueueIdentityInUse", testEnqueueIdentityInUse},
+	{"EnqueueManyInOneCall", testEnqueueManyInOneCall},
 	{"ListOperations", testListOperations},
 	{"FindOperations", testFindOperations},
 	{"ListOperationsFilters", testListOperationsFilters},
