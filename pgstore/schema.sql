@@ -122,7 +122,8 @@ CREATE INDEX operations_scope_created ON operations (scope_id, created_at, id);
 CREATE INDEX operations_finished ON operations (updated_at, id) WHERE state IN ('succeeded', 'canceled');
 CREATE INDEX operations_reason_created ON operations ((coalesce(hold_reason, failure_reason)), created_at, id)
     WHERE coalesce(hold_reason, failure_reason) IS NOT NULL;
-CREATE INDEX operations_operation_id_prefix ON operations (operation_id text_pattern_ops);
+-- FindOperations: a range of IDs in bytewise order, whatever the collation.
+CREATE INDEX operations_operation_id_c ON operations ((operation_id COLLATE "C"));
 
 -- attempts: one send of an operation, written as an intent by the claim
 -- and finished by the completion (or marked stale when fenced out).
