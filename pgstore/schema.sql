@@ -165,13 +165,11 @@ CREATE INDEX audit_scope ON audit (scope, id);
 
 -- changes: the feed of operation state changes (GET /v1/changes), filled
 -- by the triggers below. Several processes write at once, so a row's
--- place in the feed is not its insertion order: each row carries the
--- transaction that wrote it (xid) and gets its seq from the sequencer once
--- that transaction is no longer in progress (design §10); readers read
+-- place in the feed is not known when it is written: it gets its seq from
+-- the sequencer once its transaction committed (changes.go); readers read
 -- only rows with a seq.
 CREATE TABLE changes (
     id           BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    xid          XID8   NOT NULL DEFAULT pg_current_xact_id(),
     seq          BIGINT UNIQUE,
     operation_id TEXT   NOT NULL,
     scope_id     BIGINT NOT NULL REFERENCES scopes (id),
@@ -179,7 +177,7 @@ CREATE TABLE changes (
     at           BIGINT NOT NULL
 );
 
-CREATE INDEX changes_unsequenced ON changes (xid, id) WHERE seq IS NULL;
+CREATE INDEX changes_unsequenced ON changes (id) WHERE seq IS NULL;
 
 -- change_seq: the newest seq the sequencer assigned (one row); seq values
 -- are never reused, even after retention removes the rows.
