@@ -85,18 +85,28 @@ func TestURLFromClonesTheTemplate(t *testing.T) {
 	}
 }
 
-// As root, the server runs as an unprivileged user (initdb refuses root)
-// and listens on no TCP port.
+// As root, the server runs as an unprivileged user (initdb refuses root),
+// listens on no TCP port, and its directory goes when it stops. The test
+// starts a server of its own, so it checks the throwaway server also when
+// the others use an existing one (EnvURL).
 func TestServerRunsUnprivilegedOnASocket(t *testing.T) {
-	conn := connect(t, URL(t))
-	if the.srv == nil {
-		t.Fatalf("%s is set: this test checks the throwaway server", EnvURL)
+	ctx := context.Background()
+	srv, err := startServer(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			srv.stop()
+		}
+	}()
+	conn := connect(t, srv.url)
 	var listen string
-	if err := conn.QueryRow(context.Background(), `SHOW listen_addresses`).Scan(&listen); err != nil || listen != "" {
+	if err := conn.QueryRow(ctx, `SHOW listen_addresses`).Scan(&listen); err != nil || listen != "" {
 		t.Fatalf("listen_addresses: got %q (%v), want none", listen, err)
 	}
-	fi, err := os.Stat(filepath.Join(the.srv.dir, "data"))
+	fi, err := os.Stat(filepath.Join(srv.dir, "data"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,6 +116,14 @@ func TestServerRunsUnprivilegedOnASocket(t *testing.T) {
 	}
 	if os.Geteuid() != 0 && owner != uint32(os.Geteuid()) {
 		t.Fatalf("the data directory belongs to uid %d, not the tests' user", owner)
+	}
+	conn.Close(ctx)
+	stopped = true
+	if err := srv.stop(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	if _, err := os.Stat(srv.dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the server's directory is left after it stopped: %v", err)
 	}
 }
 
