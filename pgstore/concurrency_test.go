@@ -177,3 +177,64 @@ func TestCancelRacingAClaim(t *testing.T) {
 		}
 	}
 }
+
+// Processes enqueueing at once keep one identity per intent: of
+// operations sending the same request identity as an idempotency key, one
+// is created and the others are rejected (ErrIdentityInUse); of the same
+// operation ID, one is created and the others find it.
+func TestEnqueuersOfSeveralProcessesKeepOneIdentity(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URLFrom(t, migrated)
+	const processes = 4
+	stores := make([]scheduler.Store, processes)
+	for i := range stores {
+		stores[i] = openStoreAt(t, url)
+	}
+	if _, _, err := stores[0].PutScope(ctx, scheduler.ScopeConfig{Name: "pay", Provider: "generic", BaseURL: "https://pay.example",
+		MaxConcurrent: 4, IdempotencyHeader: "X-Request-Key"}, scheduler.Action{Actor: "test", At: storetest.T0, Reason: "setup"}); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 20 {
+		key := fmt.Sprintf("k%d", round)
+		var (
+			wg      sync.WaitGroup
+			results = make([][]scheduler.EnqueueResult, processes)
+			errs    = make([]error, processes)
+		)
+		for p := range processes {
+			wg.Go(func() {
+				byIdentity := storetest.NewOp(fmt.Sprintf("%s-by-%d", key, p), "pay", storetest.T0)
+				byIdentity.RequestIdentity = key
+				sameID := storetest.NewOp(key+"-same", "pay", storetest.T0)
+				sameID.RequestIdentity = key + "-same"
+				results[p], errs[p] = stores[p].Enqueue(ctx, []scheduler.NewOperation{byIdentity, sameID}, storetest.T0)
+			})
+		}
+		wg.Wait()
+		created, inUse, sameCreated, sameFound := 0, 0, 0, 0
+		for p := range processes {
+			if errs[p] != nil {
+				t.Fatalf("round %d, process %d: %v", round, p, errs[p])
+			}
+			switch r := results[p][0]; {
+			case r.Err == nil && r.Created:
+				created++
+			case errors.Is(r.Err, scheduler.ErrIdentityInUse):
+				inUse++
+			default:
+				t.Fatalf("round %d, process %d: %+v", round, p, r)
+			}
+			switch r := results[p][1]; {
+			case r.Err == nil && r.Created:
+				sameCreated++
+			case r.Err == nil:
+				sameFound++
+			default:
+				t.Fatalf("round %d, process %d, same ID: %v", round, p, r.Err)
+			}
+		}
+		if got, want := [4]int{created, inUse, sameCreated, sameFound}, [4]int{1, processes - 1, 1, processes - 1}; got != want {
+			t.Fatalf("round %d: identity created, in use; same ID created, found: got %v, want %v", round, got, want)
+		}
+	}
+}
