@@ -105,7 +105,8 @@ func (a account) command(bin, name string, args ...string) *exec.Cmd {
 
 // startServer initializes a cluster in a new temporary directory and
 // starts postgres on a unix socket there (no TCP), tuned for tests: no
-// fsync, as a test's data need not survive a power cut.
+// fsync, as a test's data need not survive a power cut, and deadlocks
+// detected after 100 ms (not 1 s), as tests provoke them.
 func startServer(ctx context.Context) (*server, error) {
 	bin, err := findBin(binRoot)
 	if err != nil {
@@ -137,7 +138,8 @@ func startServer(ctx context.Context) (*server, error) {
 	}
 	s.cmd = acct.command(bin, "postgres", "-D", data, "-k", dir, "-c", "listen_addresses=",
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-		"-c", "max_connections=300", "-c", "shared_buffers=32MB", "-c", "log_min_messages=warning")
+		"-c", "max_connections=300", "-c", "shared_buffers=32MB", "-c", "log_min_messages=warning",
+		"-c", "deadlock_timeout=100ms")
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	if err := s.cmd.Start(); err != nil {
 		return fail(fmt.Errorf("pgtest: start postgres: %w", err))
