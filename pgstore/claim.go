@@ -95,6 +95,13 @@ func (s *Store) tick(ctx context.Context, cs []scheduler.Completion, p scheduler
 					return err
 				}
 			}
+			if s.claimCommitting != nil {
+				var sync string
+				if err := tx.QueryRow(ctx, `SHOW synchronous_commit`).Scan(&sync); err != nil {
+					return err
+				}
+				s.claimCommitting(claims, sync)
+			}
 		}
 		return nil
 	})

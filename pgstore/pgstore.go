@@ -50,6 +50,10 @@ type Store struct {
 	pool    *pgxpool.Pool
 	aead    cipher.AEAD
 	commits commitHooks
+
+	// claimCommitting, when set (by tests), is called with the claims and
+	// the transaction's synchronous_commit just before a claim commits.
+	claimCommitting func(claims []scheduler.Claim, synchronousCommit string)
 }
 
 // Open connects to the database at url (postgres://…), applies the schema
