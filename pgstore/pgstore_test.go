@@ -31,7 +31,7 @@ func openStore(t *testing.T) *pgstore.Store {
 
 // openStoreAt opens the store at url with the test key, closed when the
 // test ends.
-func openStoreAt(t *testing.T, url string) *pgstore.Store {
+func openStoreAt(t testing.TB, url string) *pgstore.Store {
 	t.Helper()
 	s, err := pgstore.Open(context.Background(), url, pgstore.Options{Key: pacertest.Key(), MaxConns: 8})
 	if err != nil {
