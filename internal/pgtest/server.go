@@ -116,7 +116,7 @@ func startServer(ctx context.Context) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "pacer-pgtest-")
+	dir, err := os.MkdirTemp(tempRoot(acct), "pacer-pgtest-")
 	if err != nil {
 		return nil, fmt.Errorf("pgtest: %w", err)
 	}
@@ -152,6 +152,22 @@ func startServer(ctx context.Context) (*server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// maxTempRoot bounds the length of the directory the server's directory
+// is made in: the unix socket's path, under it, must stay within the
+// system's limit (107 bytes on Linux).
+const maxTempRoot = 60
+
+// tempRoot is where the server's directory is made: the system's
+// temporary directory, or /tmp when that is too long a path for a unix
+// socket, or when the server runs as another user (TMPDIR may be one only
+// the tests' user can enter).
+func tempRoot(acct account) string {
+	if dir := os.TempDir(); !acct.asRoot && len(dir) <= maxTempRoot {
+		return dir
+	}
+	return "/tmp"
 }
 
 // waitReady polls the socket until the server answers, it exits, or
