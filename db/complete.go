@@ -6,9 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
-	"pacer/providers"
+	"pacer/internal/stored"
 	"pacer/scheduler"
 )
 
@@ -101,7 +100,7 @@ func prepareCompletion(c scheduler.Completion) (completionRow, error) {
 	if d.State.Due() && d.NextAttemptAt.IsZero() {
 		return completionRow{}, fmt.Errorf("%w: %s without a next attempt time", scheduler.ErrInvalidTransition, d.State)
 	}
-	r := completionRow{c: c, detail: bound(c.Outcome.Detail, providers.MaxDetail)}
+	r := completionRow{c: c, detail: stored.AttemptDetail(c.Outcome.Detail)}
 	if d.State.Due() {
 		r.next = nullMillis(d.NextAttemptAt)
 	}
@@ -124,7 +123,7 @@ func prepareCompletion(c scheduler.Completion) (completionRow, error) {
 	if r.attemptResponse, err = encodeResult(c.AttemptResponse); err != nil {
 		return completionRow{}, err
 	}
-	if r.hint, err = encodeHint(hintOf(c.Outcome.Hint)); err != nil {
+	if r.hint, err = encodeHint(stored.AttemptHint(c.Outcome.Hint)); err != nil {
 		return completionRow{}, err
 	}
 	return r, nil
@@ -417,24 +416,4 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-// hintOf returns the hint to store, nil when the answer carried none.
-func hintOf(h providers.Hint) *providers.Hint {
-	if h == (providers.Hint{}) {
-		return nil
-	}
-	h.At = h.At.UTC()
-	return &h
-}
-
-// bound cuts s to at most n bytes on a UTF-8 boundary.
-func bound(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

@@ -301,15 +301,15 @@ func (b *enqueueBatch) insert(ctx context.Context, ps []pendingOperation) error 
 		return fmt.Errorf("insert %d requests: %w", len(ps), err)
 	}
 	for _, p := range ps {
-		b.results[p.i] = scheduler.EnqueueResult{Operation: stored(p, b.now), Created: true}
+		b.results[p.i] = scheduler.EnqueueResult{Operation: createdOperation(p, b.now), Created: true}
 		b.created[rowIDs[p.op.ID]] = p.i
 	}
 	return nil
 }
 
-// stored is the operation p becomes, as it reads back (times to the
+// createdOperation is the operation p becomes, as it reads back (times to the
 // millisecond) but for what its scope makes it report (readReported).
-func stored(p pendingOperation, now time.Time) scheduler.Operation {
+func createdOperation(p pendingOperation, now time.Time) scheduler.Operation {
 	op := p.op
 	ms := func(t time.Time) time.Time { return fromMillis(millis(t)) }
 	o := scheduler.Operation{

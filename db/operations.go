@@ -3,13 +3,12 @@ package db
 import (
 	"context"
 	"database/sql"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
+	"pacer/internal/stored"
 	"pacer/providers"
 	"pacer/scheduler"
 )
@@ -182,16 +181,10 @@ func (db *DB) GetOperation(ctx context.Context, id string) (scheduler.Operation,
 	return r.Operation, nil
 }
 
-// Page size bounds of ListOperations.
-const (
-	DefaultPageSize = 50
-	MaxPageSize     = 1000
-)
-
 // ListOperations returns one page, newest first (by creation time, then
 // insertion order), filtered by state, scope, hold or failure reason and
 // creation and update time ranges. f.Limit outside 1..1000 is
-// clamped (0 means DefaultPageSize). A cursor that is not a previous page's
+// clamped (0 means stored.DefaultPageSize). A cursor that is not a previous page's
 // Next is a *scheduler.ValidationError naming the field "cursor".
 func (db *DB) ListOperations(ctx context.Context, f scheduler.OperationFilter) (scheduler.OperationPage, error) {
 	tx, err := db.beginRead(ctx)
@@ -242,19 +235,13 @@ const findOperations = `SELECT ` + operationColumns + operationFrom + `
 	ORDER BY o.operation_id LIMIT CAST(?3 AS INTEGER)`
 
 func listOperations(ctx context.Context, tx *sql.Tx, f scheduler.OperationFilter) (scheduler.OperationPage, error) {
-	limit := f.Limit
-	switch {
-	case limit <= 0:
-		limit = DefaultPageSize
-	case limit > MaxPageSize:
-		limit = MaxPageSize
-	}
+	limit := stored.PageLimit(f.Limit)
 	where, args, none, err := operationFilter(ctx, tx, f)
 	if err != nil || none {
 		return scheduler.OperationPage{}, err
 	}
 	if f.Cursor != "" {
-		createdAt, rowID, err := decodeCursor(f.Cursor)
+		createdAt, rowID, err := stored.DecodeCursor(f.Cursor)
 		if err != nil {
 			return scheduler.OperationPage{}, err
 		}
@@ -283,7 +270,7 @@ func listOperations(ctx context.Context, tx *sql.Tx, f scheduler.OperationFilter
 			return scheduler.OperationPage{}, err
 		}
 		if len(page.Operations) == limit {
-			page.Next = encodeCursor(millis(last.CreatedAt), last.id)
+			page.Next = stored.EncodeCursor(millis(last.CreatedAt), last.id)
 			break
 		}
 		page.Operations = append(page.Operations, r.Operation)
@@ -299,7 +286,7 @@ func listOperations(ctx context.Context, tx *sql.Tx, f scheduler.OperationFilter
 // the resources it lists.
 func operationFilter(ctx context.Context, tx *sql.Tx, f scheduler.OperationFilter) (where []string, args []any, none bool, err error) {
 	if f.State != "" {
-		where = append(where, statesTerm([]scheduler.State{f.State}))
+		where = append(where, stored.StatesTerm([]scheduler.State{f.State}, opState))
 	}
 	if len(f.States) > 0 {
 		// The states are checked against the enum and written as literals.
@@ -308,7 +295,7 @@ func operationFilter(ctx context.Context, tx *sql.Tx, f scheduler.OperationFilte
 				return nil, nil, false, &scheduler.ValidationError{Fields: []scheduler.FieldError{{Field: "state", Message: fmt.Sprintf("%q is not a state", st)}}}
 			}
 		}
-		where = append(where, statesTerm(f.States))
+		where = append(where, stored.StatesTerm(f.States, opState))
 	}
 	if f.Scope != "" {
 		var scopeID int64
@@ -340,60 +327,6 @@ func operationFilter(ctx context.Context, tx *sql.Tx, f scheduler.OperationFilte
 		}
 	}
 	return where, args, false, nil
-}
-
-// statesTerm selects the operations that report one of states (opState).
-// A stored state reads as itself, except that a scheduled row held back by
-// its scope reads waitingForBudget: the stored states are filtered first
-// (by index), and opState only where scheduled and waitingForBudget are not
-// asked for together.
-func statesTerm(states []scheduler.State) string {
-	want := func(st scheduler.State) bool { return slices.Contains(states, st) }
-	if len(states) == 2 && want(scheduler.StateHeld) && want(scheduler.StateFailed) {
-		// Held or failed: exactly the rows with a reason (schema CHECKs),
-		// written so the attention indexes serve it in order.
-		return "coalesce(o.hold_reason, o.failure_reason) IS NOT NULL"
-	}
-	var stored, reported []string
-	for _, st := range scheduler.AllStates {
-		if want(st) || (st == scheduler.StateScheduled && want(scheduler.StateWaitingForBudget)) {
-			stored = append(stored, "'"+string(st)+"'")
-		}
-		if want(st) {
-			reported = append(reported, "'"+string(st)+"'")
-		}
-	}
-	term := "o.state IN (" + strings.Join(stored, ", ") + ")"
-	if want(scheduler.StateScheduled) != want(scheduler.StateWaitingForBudget) {
-		term += " AND " + opState + " IN (" + strings.Join(reported, ", ") + ")"
-	}
-	return term
-}
-
-// cursorPrefix versions the cursor format.
-const cursorPrefix = "v1:"
-
-// encodeCursor makes the opaque cursor of the page after the row
-// (createdAt, rowID).
-func encodeCursor(createdAt, rowID int64) string {
-	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "%s%d:%d", cursorPrefix, createdAt, rowID))
-}
-
-// decodeCursor reads a cursor made by encodeCursor.
-func decodeCursor(c string) (createdAt, rowID int64, err error) {
-	invalid := &scheduler.ValidationError{Fields: []scheduler.FieldError{{Field: "cursor", Message: "is not a cursor from a previous page; start again without one"}}}
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil {
-		return 0, 0, invalid
-	}
-	s, ok := strings.CutPrefix(string(b), cursorPrefix)
-	if !ok {
-		return 0, 0, invalid
-	}
-	if n, err := fmt.Sscanf(s, "%d:%d", &createdAt, &rowID); err != nil || n != 2 || encodeCursor(createdAt, rowID) != c {
-		return 0, 0, invalid
-	}
-	return createdAt, rowID, nil
 }
 
 // ReleaseOperation moves an operation that CanRelease to scheduled at

@@ -199,8 +199,8 @@ func (db *DB) PutScope(ctx context.Context, cfg scheduler.ScopeConfig, act sched
 }
 
 func (db *DB) putScope(ctx context.Context, tx *sql.Tx, cfg scheduler.ScopeConfig, act scheduler.Action) (created bool, err error) {
-	if cfg.MaxConcurrent < 1 {
-		return false, fmt.Errorf("max concurrent must be at least 1, got %d", cfg.MaxConcurrent)
+	if err := cfg.CheckLimits(); err != nil {
+		return false, err
 	}
 	sealed, err := db.sealCredentials(cfg.Name, cfg.Credentials)
 	if err != nil {
@@ -212,9 +212,6 @@ func (db *DB) putScope(ctx context.Context, tx *sql.Tx, cfg scheduler.ScopeConfi
 	}
 	var rateRequests, ratePerMS sql.NullInt64
 	if rl := cfg.RateLimit; rl != nil {
-		if rl.Requests < 1 || rl.Per < time.Millisecond {
-			return false, fmt.Errorf("rate limit needs at least 1 request per millisecond or longer, got %d per %s", rl.Requests, rl.Per)
-		}
 		rateRequests = sql.NullInt64{Int64: int64(rl.Requests), Valid: true}
 		ratePerMS = sql.NullInt64{Int64: rl.Per.Milliseconds(), Valid: true}
 	}
@@ -226,11 +223,11 @@ func (db *DB) putScope(ctx context.Context, tx *sql.Tx, cfg scheduler.ScopeConfi
 				rate_requests, rate_per_ms, limit_group, budget_reserve, profile_spec, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			cfg.Name, cfg.Provider, cfg.BaseURL, sealed, string(cfg.Credentials.Type), cfg.IdempotencyHeader, cfg.MaxConcurrent,
-			rateRequests, ratePerMS, limitGroup(cfg), cfg.BudgetReserve, spec, millis(act.At), millis(act.At))
+			rateRequests, ratePerMS, cfg.LimitGroup(), cfg.BudgetReserve, spec, millis(act.At), millis(act.At))
 		if err != nil {
 			return false, err
 		}
-		detail := fmt.Sprintf("created: provider %s, %s", cfg.Provider, describeConfig(cfg))
+		detail := fmt.Sprintf("created: provider %s, %s", cfg.Provider, cfg.Describe())
 		return true, insertAudit(ctx, tx, auditRow{scope: cfg.Name, action: "putScope", act: act, detail: detail})
 	}
 	var credErr *CredentialsError
@@ -259,40 +256,15 @@ func (db *DB) putScope(ctx context.Context, tx *sql.Tx, cfg scheduler.ScopeConfi
 		WHERE name = ?`,
 		cfg.Provider, cfg.BaseURL, sealed, string(cfg.Credentials.Type), cfg.IdempotencyHeader,
 		cfg.MaxConcurrent, rateRequests, ratePerMS, hold,
-		rateRequests, limitGroup(cfg), cfg.BudgetReserve, spec, millis(act.At), cfg.Name)
+		rateRequests, cfg.LimitGroup(), cfg.BudgetReserve, spec, millis(act.At), cfg.Name)
 	if err != nil {
 		return false, err
 	}
-	detail := fmt.Sprintf("replaced: provider %s, %s", cfg.Provider, describeConfig(cfg))
+	detail := fmt.Sprintf("replaced: provider %s, %s", cfg.Provider, cfg.Describe())
 	if len(notes) > 0 {
 		detail += "; " + strings.Join(notes, "; ")
 	}
 	return false, insertAudit(ctx, tx, auditRow{scope: cfg.Name, action: "putScope", act: act, detail: detail})
-}
-
-// limitGroup is the scope's group for shared limits: its own setting, or
-// its provider.
-func limitGroup(cfg scheduler.ScopeConfig) string {
-	if cfg.Group != "" {
-		return cfg.Group
-	}
-	return cfg.Provider
-}
-
-// describeConfig summarizes a scope's limits for the audit trail; it never
-// mentions credential values.
-func describeConfig(cfg scheduler.ScopeConfig) string {
-	s := fmt.Sprintf("base URL %s, max concurrent %d", cfg.BaseURL, cfg.MaxConcurrent)
-	if cfg.RateLimit != nil {
-		s += fmt.Sprintf(", rate %d per %s", cfg.RateLimit.Requests, cfg.RateLimit.Per)
-	}
-	if cfg.Credentials.Type != scheduler.CredentialNone {
-		s += ", " + string(cfg.Credentials.Type) + " credentials"
-	}
-	if cfg.Profile != nil {
-		s += ", declarative profile " + cfg.Profile.Key()[:12]
-	}
-	return s
 }
 
 // GetScope returns the scope, with its credentials' type but not their

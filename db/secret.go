@@ -1,7 +1,6 @@
 package db
 
 import (
-	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
 	"encoding/base64"
@@ -12,59 +11,24 @@ import (
 	"runtime"
 	"strings"
 
+	"pacer/internal/stored"
 	"pacer/scheduler"
 )
 
 // KeySize is the length of the credentials key: AES-256.
-const KeySize = 32
-
-// sealVersion prefixes every sealed blob, so the format can change later.
-const sealVersion byte = 1
+const KeySize = stored.KeySize
 
 // newAEAD returns AES-256-GCM under key.
-func newAEAD(key []byte) (cipher.AEAD, error) {
-	if len(key) != KeySize {
-		return nil, fmt.Errorf("credentials key must be %d bytes, got %d", KeySize, len(key))
-	}
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, fmt.Errorf("credentials key: %w", err)
-	}
-	return cipher.NewGCM(block)
-}
+func newAEAD(key []byte) (cipher.AEAD, error) { return stored.NewAEAD(key) }
 
-// sealCredentials encrypts c with a random nonce; the scope name is the
-// additional data, so the blob opens only for that scope. The result is
-// version byte | nonce | ciphertext and tag.
+// sealCredentials encrypts c for scope (stored.SealCredentials).
 func (db *DB) sealCredentials(scope string, c scheduler.Credentials) ([]byte, error) {
-	plain, err := encodeCredentials(c)
-	if err != nil {
-		return nil, errors.New("seal credentials: cannot encode")
-	}
-	out := make([]byte, 1+db.aead.NonceSize(), 1+db.aead.NonceSize()+len(plain)+db.aead.Overhead())
-	out[0] = sealVersion
-	if _, err := rand.Read(out[1:]); err != nil {
-		return nil, fmt.Errorf("seal credentials: %w", err)
-	}
-	out = db.aead.Seal(out, out[1:], plain, []byte(scope))
-	clear(plain)
-	return out, nil
+	return stored.SealCredentials(db.aead, scope, c)
 }
 
-// CredentialsError reports stored credentials that do not open: the key is
-// not the one they were sealed with, or the data is corrupted. Replacing
-// the scope (PutScope) seals new credentials with the current key. It never
-// carries secret values.
-type CredentialsError struct {
-	Scope string
-	// Problem says what is wrong, in words.
-	Problem string
-}
-
-// Error implements error.
-func (e *CredentialsError) Error() string {
-	return "open credentials of scope " + e.Scope + ": " + e.Problem
-}
+// CredentialsError reports stored credentials that do not open
+// (stored.CredentialsError).
+type CredentialsError = stored.CredentialsError
 
 // openCredentials decrypts a blob sealed for scope. Its errors are
 // *CredentialsError and never carry the plaintext.
@@ -72,31 +36,13 @@ func (db *DB) openCredentials(scope string, blob []byte) (scheduler.Credentials,
 	if db.credentialsOpening != nil {
 		db.credentialsOpening(scope)
 	}
-	plain, err := db.openSealed(scope, blob)
-	if err != nil {
-		return scheduler.Credentials{}, err
-	}
-	defer clear(plain)
-	c, err := decodeCredentials(plain)
-	if err != nil {
-		return scheduler.Credentials{}, &CredentialsError{scope, "malformed"}
-	}
-	return c, nil
+	return stored.OpenCredentials(db.aead, scope, blob)
 }
 
-// openSealed returns the plaintext of a blob sealed for scope (see
-// sealCredentials); the caller clears it. Its errors are
-// *CredentialsError.
+// openSealed returns the plaintext of a blob sealed for scope; the caller
+// clears it. Its errors are *CredentialsError.
 func (db *DB) openSealed(scope string, blob []byte) ([]byte, error) {
-	n := db.aead.NonceSize()
-	if len(blob) < 1+n+db.aead.Overhead() || blob[0] != sealVersion {
-		return nil, &CredentialsError{scope, "unknown format"}
-	}
-	plain, err := db.aead.Open(nil, blob[1:1+n], blob[1+n:], []byte(scope))
-	if err != nil {
-		return nil, &CredentialsError{scope, "wrong key or corrupted data (put the scope's credentials again to reseal them)"}
-	}
-	return plain, nil
+	return stored.OpenSealed(db.aead, scope, blob)
 }
 
 // ParseKey decodes a base64 credentials key (standard or URL alphabet,

@@ -1,0 +1,9 @@
+//go:build unix && !linux
+
+package pgtest
+
+import "syscall"
+
+// setParentDeathSignal does nothing where the system has no parent-death
+// signal: a server of a test binary that died keeps running.
+func setParentDeathSignal(*syscall.SysProcAttr) {}

@@ -1,0 +1,472 @@
+package pgstore
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"pacer/scheduler"
+)
+
+// eligibleBudget is one budget of a scope whose requests may leave now,
+// with what its scope and the budget allow (see the SQLite store's
+// db/claim.go, whose admission this is).
+type eligibleBudget struct {
+	scopeID      int64
+	resource     string
+	free         int   // the scope's concurrency slots left
+	slotMS       int64 // even spacing of the scope's configured rate; 0 without one
+	nextSlotAt   int64 // the scope's configured rate slot
+	budgetSlotAt int64 // the budget's pacing slot
+	hasBudget    bool  // a learned budget left above the reserve until resetAt
+	budget       int64
+	resetAt      int64
+	pacedMS      int64 // spacing that spreads the budget over the time to its reset
+	readyAt      int64 // the budget's ready time as the claim read it
+}
+
+// claimScopeSpread is how many more scopes than its limit a claim tries
+// to lock, so that claimers of several processes that find the same
+// scopes locked spread over others.
+const claimScopeSpread = 2
+
+// ClaimDue leases up to p.Limit due operations in one transaction (see
+// scheduler.Store), admitting as the SQLite store does (round robin over
+// scopes, oldest due first, caps, rate slots, learned budgets). What
+// several processes need: the claim first locks the rows of the scopes it
+// may admit from (FOR NO KEY UPDATE SKIP LOCKED: a scope another claim
+// holds is left to it), then, in a later statement that sees every claim
+// committed before it got the locks, counts their running operations,
+// rate slots and budgets, and takes the operations (FOR UPDATE SKIP
+// LOCKED, as a manual action may hold one). A commit is durable before
+// ClaimDue returns when p.Durable holds for a claim (synchronous_commit on
+// for that transaction, whatever the server's setting).
+func (s *Store) ClaimDue(ctx context.Context, p scheduler.ClaimParams) ([]scheduler.Claim, error) {
+	if p.Limit <= 0 {
+		return nil, nil
+	}
+	_, claims, err := s.tick(ctx, nil, p)
+	if err != nil {
+		return nil, fmt.Errorf("claim due operations: %w", err)
+	}
+	return claims, nil
+}
+
+// CompleteAndClaim applies cs as Complete does, then claims as ClaimDue
+// does, in one transaction (see scheduler.Store).
+func (s *Store) CompleteAndClaim(ctx context.Context, cs []scheduler.Completion, p scheduler.ClaimParams) ([]bool, []scheduler.Claim, error) {
+	applied, claims, err := s.tick(ctx, cs, p)
+	if err != nil {
+		return nil, nil, fmt.Errorf("complete and claim: %w", err)
+	}
+	return applied, claims, nil
+}
+
+// tick completes cs, then claims up to p.Limit (none when it is 0), in one
+// transaction.
+func (s *Store) tick(ctx context.Context, cs []scheduler.Completion, p scheduler.ClaimParams) ([]bool, []scheduler.Claim, error) {
+	if p.Limit > 0 && p.LeaseFor < time.Millisecond {
+		return nil, nil, fmt.Errorf("lease duration %s is too short", p.LeaseFor)
+	}
+	if len(cs) == 0 && p.Limit <= 0 {
+		return nil, nil, nil
+	}
+	var (
+		applied []bool
+		claims  []scheduler.Claim
+	)
+	err := s.write(ctx, func(tx pgx.Tx) error {
+		var err error
+		if applied, err = completeAll(ctx, tx, cs); err != nil {
+			return err
+		}
+		claims = nil
+		if p.Limit > 0 {
+			if claims, err = s.claimDue(ctx, tx, p); err != nil {
+				return err
+			}
+			if p.Durable != nil && slices.ContainsFunc(claims, p.Durable) {
+				if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit TO on`); err != nil {
+					return err
+				}
+			}
+			if s.claimCommitting != nil {
+				var sync string
+				if err := tx.QueryRow(ctx, `SHOW synchronous_commit`).Scan(&sync); err != nil {
+					return err
+				}
+				s.claimCommitting(claims, sync)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(cs) == 0 {
+		applied = nil
+	}
+	return applied, claims, nil
+}
+
+func (s *Store) claimDue(ctx context.Context, tx pgx.Tx, p scheduler.ClaimParams) ([]scheduler.Claim, error) {
+	now := millis(p.Now)
+	locked, err := lockAdmissibleScopes(ctx, tx, now, p.Limit*claimScopeSpread)
+	if err != nil || len(locked) == 0 {
+		return nil, err
+	}
+	budgets, err := findEligibleBudgets(ctx, tx, now, p.Limit, locked)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		order  []int64 // scopes, in admission order
+		queues = map[int64][]dueOperation{}
+		free   = map[int64]int{}
+	)
+	for i := range budgets {
+		b := &budgets[i]
+		n := min(b.free, p.Limit)
+		if b.hasBudget {
+			n = min(n, int(min(b.budget, int64(p.Limit))))
+			if b.pacedMS, err = budgetPacing(ctx, tx, b, now); err != nil {
+				return nil, err
+			}
+		}
+		if b.slotMS > 0 || b.pacedMS > 0 {
+			n = 1
+		}
+		due, err := findDueOperations(ctx, tx, b.scopeID, b.resource, b.readyAt, now, n)
+		if err != nil {
+			return nil, err
+		}
+		for j := range due {
+			due[j].budget = i
+		}
+		if _, seen := queues[b.scopeID]; !seen {
+			order = append(order, b.scopeID)
+			free[b.scopeID] = b.free
+			if b.slotMS > 0 {
+				free[b.scopeID] = 1
+			}
+		}
+		queues[b.scopeID] = append(queues[b.scopeID], due...)
+	}
+	for _, id := range order {
+		q := queues[id]
+		slices.SortStableFunc(q, func(a, b dueOperation) int {
+			if c := cmp.Compare(a.nextAttemptAt, b.nextAttemptAt); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.id, b.id)
+		})
+		queues[id] = q[:min(len(q), free[id])]
+	}
+	// Round robin: one per scope per round, until Limit.
+	var picked []dueOperation
+	for round := 0; len(picked) < p.Limit; round++ {
+		took := false
+		for _, id := range order {
+			if q := queues[id]; round < len(q) && len(picked) < p.Limit {
+				picked = append(picked, q[round])
+				took = true
+			}
+		}
+		if !took {
+			break
+		}
+	}
+	rowIDs := make([]int64, len(picked))
+	eligible := make(map[int64]int64, len(picked))
+	taken := make([]int64, len(budgets))
+	for i, d := range picked {
+		rowIDs[i] = d.id
+		eligible[d.id] = d.eligible
+		taken[d.budget]++
+	}
+	ops, err := claimOperations(ctx, tx, rowIDs, now, millis(p.Now.Add(p.LeaseFor)))
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range ops {
+		ops[i].NextAttemptAt = fromMillis(eligible[r.id])
+	}
+	slotTaken := map[int64]bool{}
+	for i, b := range budgets {
+		k := taken[i]
+		if k == 0 {
+			continue
+		}
+		if b.slotMS > 0 && !slotTaken[b.scopeID] {
+			slotTaken[b.scopeID] = true
+			next := max(b.nextSlotAt, now) + b.slotMS
+			if _, err := tx.Exec(ctx, `UPDATE scopes SET next_slot_at = $1 WHERE id = $2`, next, b.scopeID); err != nil {
+				return nil, err
+			}
+		}
+		if b.hasBudget {
+			next := b.budgetSlotAt
+			if b.pacedMS > 0 {
+				next = max(b.budgetSlotAt, now) + b.pacedMS
+			}
+			if _, err := tx.Exec(ctx, `UPDATE scope_budgets SET remaining = remaining - $1, next_slot_at = $2
+				WHERE scope_id = $3 AND resource = $4`, k, next, b.scopeID, b.resource); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return s.withScopes(ctx, tx, ops)
+}
+
+// lockAdmissibleScopes locks, in row ID order, up to limit of the scopes
+// that may admit something at now as this statement's snapshot sees them,
+// skipping those another transaction holds, and returns their IDs.
+func lockAdmissibleScopes(ctx context.Context, tx pgx.Tx, now int64, limit int) ([]int64, error) {
+	rows, err := tx.Query(ctx, `
+		WITH `+admissionCTE+`,
+		candidates AS (
+			SELECT id, MIN(due) AS due FROM admission WHERE admits_at <= $1
+			GROUP BY id ORDER BY MIN(due), id LIMIT $3
+		)
+		SELECT s.id FROM scopes s WHERE s.id IN (SELECT id FROM candidates)
+		ORDER BY s.id
+		FOR NO KEY UPDATE OF s SKIP LOCKED`, now, nil, limit)
+	if err != nil {
+		return nil, fmt.Errorf("lock the scopes to admit from: %w", err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
+}
+
+// findEligibleBudgets returns up to limit budgets of the scopes scopeIDs
+// whose requests may leave at now and have due work, the one with the
+// oldest due work first: the rows of the admission table whose admits_at
+// has come.
+func findEligibleBudgets(ctx context.Context, tx pgx.Tx, now int64, limit int, scopeIDs []int64) ([]eligibleBudget, error) {
+	rows, err := tx.Query(ctx, `
+		WITH `+admissionCTE+`
+		SELECT id, resource, free, rate_requests, rate_per_ms, next_slot_at, COALESCE(budget_slot_at, 0), budget,
+			CASE WHEN reset_at > $1 THEN reset_at END, ready_at
+		FROM admission
+		WHERE admits_at <= $1
+		ORDER BY due, id, resource COLLATE "C"
+		LIMIT $3`, now, scopeIDs, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []eligibleBudget
+	for rows.Next() {
+		var (
+			b                                eligibleBudget
+			requests, perMS, budget, resetAt *int64
+		)
+		if err := rows.Scan(&b.scopeID, &b.resource, &b.free, &requests, &perMS, &b.nextSlotAt, &b.budgetSlotAt, &budget, &resetAt, &b.readyAt); err != nil {
+			return nil, err
+		}
+		if budget != nil && resetAt != nil {
+			b.hasBudget, b.budget, b.resetAt = true, *budget, *resetAt
+		}
+		if requests != nil {
+			b.slotMS = (*perMS + *requests - 1) / *requests // ceil: never faster than the rate
+			b.slotMS = max(b.slotMS, 1)
+		}
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}
+
+// budgetPacing returns the spacing that spreads a learned budget over the
+// time left until its reset, when more work spending it is due before the
+// reset than budget left; 0 when the budget covers the work.
+func budgetPacing(ctx context.Context, tx pgx.Tx, b *eligibleBudget, now int64) (int64, error) {
+	var due int64
+	err := tx.QueryRow(ctx, `
+		SELECT COUNT(*) FROM (
+			SELECT 1 FROM operations
+			WHERE scope_id = $1 AND resource = $2 AND state IN `+dueStates+` AND next_attempt_at <= $3
+			LIMIT $4) d`, b.scopeID, b.resource, b.resetAt, b.budget+1).Scan(&due)
+	if err != nil {
+		return 0, fmt.Errorf("count work due before the budget reset: %w", err)
+	}
+	if due <= b.budget {
+		return 0, nil
+	}
+	return max((b.resetAt-now)/b.budget, 1), nil
+}
+
+// dueOperation is one due operation a claim may take.
+type dueOperation struct {
+	id            int64
+	nextAttemptAt int64
+	eligible      int64 // when it became eligible: its own time or its ready time
+	budget        int   // index of its budget in the claim's eligible budgets
+}
+
+// findDueOperations locks and returns up to n operations due at now that
+// spend a scope's budget of resource, oldest due first, skipping rows
+// another transaction holds (a manual action).
+func findDueOperations(ctx context.Context, tx pgx.Tx, scopeID int64, resource string, readyAt, now int64, n int) ([]dueOperation, error) {
+	rows, err := tx.Query(ctx, `
+		SELECT o.id, o.next_attempt_at, GREATEST(o.next_attempt_at, $1::bigint)
+		FROM operations o
+		WHERE o.scope_id = $2 AND o.resource = $3 AND o.state IN `+dueStates+` AND o.next_attempt_at <= $4
+		ORDER BY o.next_attempt_at, o.id
+		LIMIT $5
+		FOR UPDATE SKIP LOCKED`, readyAt, scopeID, resource, now, n)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ops []dueOperation
+	for rows.Next() {
+		var d dueOperation
+		if err := rows.Scan(&d.id, &d.nextAttemptAt, &d.eligible); err != nil {
+			return nil, err
+		}
+		ops = append(ops, d)
+	}
+	return ops, rows.Err()
+}
+
+// claimedColumns is operationColumns as claimOperations reads them back:
+// from the operations row alone, with empty placeholders for the scope's
+// name and provider (withScopes fills them in) and no blocked-by.
+const claimedColumns = `id, scope_id, operation_id, '', '', kind, method, path,
+	headers, body, content_type, request_identity, state, attempt, budget_attempts,
+	next_attempt_at, hold_reason, failure_reason, last_outcome, created_at, updated_at,
+	deadline, max_attempts, max_elapsed_ms, result, lease_token, lease_expires_at,
+	first_sent_at, content_hash, maybe_applied, NULL::text, released_from_state, released_from_reason`
+
+// claimOperations leases the locked due operations rowIDs and writes their
+// attempt intents, returning them in the order of rowIDs.
+func claimOperations(ctx context.Context, tx pgx.Tx, rowIDs []int64, now, leaseExpires int64) ([]opRow, error) {
+	if len(rowIDs) == 0 {
+		return nil, nil
+	}
+	rows, err := tx.Query(ctx, `
+		UPDATE operations SET state = 'running', lease_token = lease_token + 1, lease_expires_at = $1,
+			attempt = attempt + 1, budget_attempts = budget_attempts + 1,
+			first_sent_at = COALESCE(first_sent_at, $2), updated_at = $2,
+			released_from_state = NULL, released_from_reason = NULL
+		WHERE id = ANY($3) AND state IN `+dueStates+`
+		RETURNING `+claimedColumns, leaseExpires, now, rowIDs)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[int64]opRow, len(rowIDs))
+	for rows.Next() {
+		r, err := scanOperation(rows)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		byID[r.id] = r
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	ops := make([]opRow, len(rowIDs))
+	for i, id := range rowIDs {
+		r, ok := byID[id]
+		if !ok {
+			return nil, fmt.Errorf("operation row %d is no longer due", id) // cannot happen: locked by this transaction
+		}
+		ops[i] = r
+	}
+	if _, err := tx.Exec(ctx, `
+		INSERT INTO attempts (operation_id, number, lease_token, started_at)
+		SELECT id, attempt, lease_token, $1 FROM operations WHERE id = ANY($2)`, now, rowIDs); err != nil {
+		return nil, fmt.Errorf("record attempt intents: %w", err)
+	}
+	return ops, nil
+}
+
+// withScopes pairs operations with their scopes, each read once with its
+// credentials' values.
+func (s *Store) withScopes(ctx context.Context, tx pgx.Tx, ops []opRow) ([]scheduler.Claim, error) {
+	scopes := map[int64]scheduler.Scope{}
+	claims := make([]scheduler.Claim, 0, len(ops))
+	for _, r := range ops {
+		sc, ok := scopes[r.scopeID]
+		if !ok {
+			var err error
+			if sc, err = s.claimScope(ctx, tx, r.scopeID); err != nil {
+				return nil, err
+			}
+			scopes[r.scopeID] = sc
+		}
+		r.Operation.Scope, r.Operation.Provider = sc.Name, sc.Provider
+		claims = append(claims, scheduler.Claim{Operation: r.Operation, Scope: sc})
+	}
+	return claims, nil
+}
+
+// ListRunning returns running operations whose lease expires at or before
+// expiredBy (all of them when expiredBy is zero), with their scopes and
+// their credentials' values, oldest lease first, at most limit (no bound
+// when limit <= 0).
+func (s *Store) ListRunning(ctx context.Context, expiredBy time.Time, limit int) ([]scheduler.Claim, error) {
+	var claims []scheduler.Claim
+	err := s.read(ctx, func(tx pgx.Tx) error {
+		var q query
+		q.where("o.state = 'running'")
+		if !expiredBy.IsZero() {
+			q.where("o.lease_expires_at <= " + q.arg(millis(expiredBy)))
+		}
+		sql := `SELECT ` + operationColumns + operationFrom + q.whereClause() + ` ORDER BY o.lease_expires_at, o.id`
+		if limit > 0 {
+			sql += ` LIMIT ` + q.arg(limit)
+		}
+		rows, err := tx.Query(ctx, sql, q.args...)
+		if err != nil {
+			return err
+		}
+		var ops []opRow
+		for rows.Next() {
+			r, err := scanOperation(rows)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			ops = append(ops, r)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		claims, err = s.withScopes(ctx, tx, ops)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list running operations: %w", err)
+	}
+	return claims, nil
+}
+
+// NextWake returns the earliest time at which a claim could admit
+// something or a lease expires (see scheduler.Store): the least admits_at
+// of the admission table, the rule ClaimDue admits by, and the earliest
+// lease expiry.
+func (s *Store) NextWake(ctx context.Context) (time.Time, bool, error) {
+	var at *int64
+	err := s.read(ctx, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, `
+			WITH `+admissionCTE+`
+			SELECT MIN(wake) FROM (
+				SELECT MIN(admits_at) AS wake FROM admission
+				UNION ALL
+				SELECT MIN(lease_expires_at) FROM operations WHERE state = 'running'
+			) w`, int64(math.MaxInt64), nil).Scan(&at)
+	})
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("next wake: %w", err)
+	}
+	if at == nil {
+		return time.Time{}, false, nil
+	}
+	return time.UnixMilli(*at).UTC(), true, nil
+}

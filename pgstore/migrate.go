@@ -1,0 +1,123 @@
+package pgstore
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// schema is version 1 of the database: applied to a new database.
+//
+//go:embed schema.sql
+var schema string
+
+// migrations lists the steps after the schema, in order: migrations()[i]
+// takes a database from version i+1 to i+2. The list is append-only:
+// never edit or reorder a step that has shipped; add a new one.
+func migrations() []string {
+	return []string{}
+}
+
+// SchemaVersion is the schema version this binary writes and expects.
+func SchemaVersion() int { return 1 + len(migrations()) }
+
+// migrateLock is the key of the transaction-scoped advisory lock that
+// migrations run under ("pacer" in ASCII), so that processes starting at
+// once migrate one after the other: the first applies the steps, the
+// others find the database current.
+const migrateLock int64 = 0x7061636572
+
+// SchemaTooNewError is returned by Open for a database written by a newer
+// pacer: Found is its version, Known the newest this binary knows.
+type SchemaTooNewError struct {
+	Found, Known int
+}
+
+// Error implements error.
+func (e *SchemaTooNewError) Error() string {
+	return fmt.Sprintf("database schema version %d is newer than this pacer binary knows (%d): run a newer pacer", e.Found, e.Known)
+}
+
+// NotPacerError is returned by Open for a database that holds tables but
+// no pacer schema: pacer does not add its tables to another application's
+// data.
+type NotPacerError struct {
+	// Why says what gave it away.
+	Why string
+}
+
+// Error implements error.
+func (e *NotPacerError) Error() string {
+	return fmt.Sprintf("the database is not a pacer database (%s): check --db", e.Why)
+}
+
+// migrate brings the database up to SchemaVersion in one transaction,
+// holding the advisory lock migrateLock until it commits: the schema when
+// the database is new, then each pending migration, then the version.
+func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLock); err != nil {
+		return fmt.Errorf("migrate: take the migration lock: %w", err)
+	}
+	version, err := schemaVersion(ctx, tx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	steps := append([]string{schema}, migrations()...)
+	switch {
+	case version > len(steps):
+		return &SchemaTooNewError{Found: version, Known: len(steps)}
+	case version == len(steps):
+		return nil
+	}
+	for v := version; v < len(steps); v++ {
+		if _, err := tx.Exec(ctx, steps[v]); err != nil {
+			return fmt.Errorf("migrate to version %d: %w", v+1, err)
+		}
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO pacer_schema (id, version) VALUES (1, $1)
+		ON CONFLICT (id) DO UPDATE SET version = excluded.version`, len(steps)); err != nil {
+		return fmt.Errorf("migrate: record version %d: %w", len(steps), err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("migrate to version %d: %w", len(steps), err)
+	}
+	return nil
+}
+
+// schemaVersion reads the database's schema version: 0 for a new, empty
+// database; a *NotPacerError for one holding other tables.
+func schemaVersion(ctx context.Context, tx pgx.Tx) (int, error) {
+	var hasSchema bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass('pacer_schema') IS NOT NULL`).Scan(&hasSchema); err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	if !hasSchema {
+		var tables int
+		err := tx.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()`).Scan(&tables)
+		if err != nil {
+			return 0, fmt.Errorf("read schema: %w", err)
+		}
+		if tables > 0 {
+			return 0, &NotPacerError{Why: fmt.Sprintf("it holds %d tables but no pacer_schema", tables)}
+		}
+		return 0, nil
+	}
+	var version int
+	err := tx.QueryRow(ctx, `SELECT version FROM pacer_schema WHERE id = 1`).Scan(&version)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, &NotPacerError{Why: "pacer_schema holds no version"}
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	return version, nil
+}

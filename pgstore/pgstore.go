@@ -1,0 +1,231 @@
+// Package pgstore implements scheduler.Store on PostgreSQL (≥ 14, through
+// pgx v5), so that several pacer processes can share one database with the
+// semantics of one (design §10). It owns its SQL, its embedded schema and
+// migrations; the row formats and the sealing of credentials are package
+// stored's, shared with the SQLite store (package db), which is the
+// reference for every method's behaviour. The contract both keep is
+// scheduler/storetest.
+//
+// Times are stored as BIGINT Unix milliseconds UTC, as on SQLite, and the
+// store never reads a clock: every time comes from the caller. Every
+// exported method is one transaction (READ COMMITTED). What PostgreSQL
+// adds over SQLite's single writer:
+//   - a claim locks the scope rows it admits from (FOR NO KEY UPDATE SKIP
+//     LOCKED) before it counts what runs in them, and the operation rows it
+//     takes (FOR UPDATE SKIP LOCKED), so two processes never exceed a cap;
+//   - manual actions read their row FOR UPDATE;
+//   - a transaction that fails for a deadlock or a serialization failure
+//     (40P01, 40001) is run again, a few times;
+//   - migrations run under a transaction-scoped advisory lock.
+package pgstore
+
+import (
+	"context"
+	"crypto/cipher"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"pacer/internal/stored"
+	"pacer/scheduler"
+)
+
+var _ scheduler.Store = (*Store)(nil)
+
+// Options configure Open.
+type Options struct {
+	// Key is the 32-byte AES-256 key that seals scope credentials; the
+	// same on every process sharing the database. Required.
+	Key []byte
+	// MaxConns bounds the connection pool; 0 means pgxpool's default.
+	MaxConns int32
+}
+
+// Store is pacer's PostgreSQL store. It is safe for concurrent use.
+type Store struct {
+	pool    *pgxpool.Pool
+	aead    cipher.AEAD
+	commits commitHooks
+
+	// claimCommitting, when set (by tests), is called with the claims and
+	// the transaction's synchronous_commit just before a claim commits.
+	claimCommitting func(claims []scheduler.Claim, synchronousCommit string)
+}
+
+// Open connects to the database at url (postgres://…), applies the schema
+// and any pending migrations (under an advisory lock: processes opening at
+// once are safe) and returns the store. It fails when the schema is newer
+// than this binary knows (*SchemaTooNewError), for another application's
+// database (*NotPacerError), when opts.Key is not 32 bytes, or when the
+// key does not open the stored credentials.
+func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	aead, err := stored.NewAEAD(opts.Key)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	s := &Store{pool: pool, aead: aead}
+	if err := migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	if err := s.verifyKey(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	return s, nil
+}
+
+// Close closes the pool's connections.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// verifyKey checks that the key opens the stored credentials (of the
+// first scope), so a wrong key fails at start-up, not at the first send.
+func (s *Store) verifyKey(ctx context.Context) error {
+	var (
+		name string
+		blob []byte
+	)
+	err := s.pool.QueryRow(ctx, `SELECT name, credentials FROM scopes ORDER BY id LIMIT 1`).Scan(&name, &blob)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if _, err := stored.OpenCredentials(s.aead, name, blob); err != nil {
+		return fmt.Errorf("the credentials key does not open the stored credentials of scope %s: use the key this database was created with", name)
+	}
+	return nil
+}
+
+// maxTries bounds the runs of a write transaction that keeps failing for
+// a deadlock or a serialization failure.
+const maxTries = 5
+
+// write runs fn in a transaction and commits it, running it again (from
+// the start, in a new transaction) when PostgreSQL aborted it for a
+// deadlock or a serialization failure; fn must not keep anything of a run
+// that failed. After the commit it calls the OnCommit functions.
+func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	var err error
+	for try := 1; try <= maxTries; try++ {
+		if err = s.writeOnce(ctx, fn); err == nil {
+			s.commits.committed()
+			return nil
+		}
+		if !retryable(err) {
+			return err
+		}
+	}
+	return fmt.Errorf("%d tries: %w", maxTries, err)
+}
+
+func (s *Store) writeOnce(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// read runs fn in a read-only transaction: one snapshot for all its
+// statements (REPEATABLE READ).
+func (s *Store) read(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// Error codes PostgreSQL aborts a transaction with that another run may
+// not meet.
+const (
+	codeSerializationFailure = "40001"
+	codeDeadlockDetected     = "40P01"
+	codeUniqueViolation      = "23505"
+	codeForeignKeyViolation  = "23503"
+)
+
+// retryable reports whether err aborted a transaction that may succeed when
+// run again.
+func retryable(err error) bool {
+	c := pgCode(err)
+	return c == codeSerializationFailure || c == codeDeadlockDetected
+}
+
+// pgCode is the SQLSTATE of err, "" when it is not PostgreSQL's.
+func pgCode(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+// OnCommit adds fn to the functions called after each write transaction
+// the store commits (see scheduler.Store), on the committing goroutine,
+// once the commit returned: a read started by fn or after it sees it.
+func (s *Store) OnCommit(fn func()) { s.commits.add(fn) }
+
+// millis converts t to stored Unix milliseconds.
+func millis(t time.Time) int64 { return t.UnixMilli() }
+
+// nullMillis is t as stored, nil (NULL) for the zero time.
+func nullMillis(t time.Time) *int64 {
+	if t.IsZero() {
+		return nil
+	}
+	ms := t.UnixMilli()
+	return &ms
+}
+
+// fromMillis converts stored Unix milliseconds to a UTC time; 0 is the
+// zero time.
+func fromMillis(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+// fromNullMillis converts a nullable stored time; NULL is the zero time.
+func fromNullMillis(ms *int64) time.Time {
+	if ms == nil {
+		return time.Time{}
+	}
+	return fromMillis(*ms)
+}
+
+// nullString is s as stored, nil (NULL) when empty.
+func nullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
