@@ -455,9 +455,10 @@ func htmlReference(name string) (rune, bool) {
 	return rune(v), true
 }
 
-// Header returns a copy of h with every value redacted.
+// Header returns h with every value redacted: h itself when no value
+// holds a secret, else a redacted copy. It never changes h.
 func (r *redactor) Header(h http.Header) http.Header {
-	if len(r.forms) == 0 || h == nil {
+	if len(r.forms) == 0 || !r.anyIn(h) {
 		return h
 	}
 	out := make(http.Header, len(h))
@@ -469,6 +470,19 @@ func (r *redactor) Header(h http.Header) http.Header {
 		out[k] = rv
 	}
 	return out
+}
+
+// anyIn reports whether a value of h holds a secret: whether String would
+// change it.
+func (r *redactor) anyIn(h http.Header) bool {
+	for _, vs := range h {
+		for _, v := range vs {
+			if len(r.spans(v)) > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Error returns err with its message redacted; errors.Is and errors.As

@@ -48,11 +48,12 @@ func BenchmarkSend(b *testing.B) {
 	}
 	profile := providers.NewGeneric(providers.Options{IdempotencyHeader: "Idempotency-Key"})
 	red := newRedactor(creds)
+	s := newSender(client, DefaultResultLimit, "pacer")
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		sr := send(ctx, client, c, profile, red, DefaultResultLimit, "pacer")
+		sr := s.send(ctx, c, profile, red)
 		if sr.result == nil || sr.result.Status != 200 {
 			b.Fatalf("send: %+v", sr.exchange.Err)
 		}
