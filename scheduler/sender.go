@@ -108,7 +108,9 @@ func (s *sender) send(ctx context.Context, c Claim, profile providers.Profile, r
 		target, method, payload = step.next, step.method, step.body
 	}
 	defer resp.Body.Close()
-	resp.Header, resp.Trailer = red.Header(resp.Header), nil
+	var hadSecret bool
+	resp.Header, hadSecret = red.Header(resp.Header)
+	resp.Trailer = nil
 	resp.Status = strconv.Itoa(resp.StatusCode) + " " + http.StatusText(resp.StatusCode)
 	limit := max(s.resultLimit, classifyBodyLimit)
 	read, readErr := s.read(resp.Body, limit+1)
@@ -124,7 +126,7 @@ func (s *sender) send(ctx context.Context, c Claim, profile providers.Profile, r
 	}
 	classified, kept := red.bound(answer, classifyBodyLimit), red.bound(answer, s.resultLimit)
 	ex.Response, ex.Body = resp, []byte(classified)
-	res := &Result{Status: resp.StatusCode, Headers: resultHeaders(resp.Header, red), Body: ex.Body}
+	res := &Result{Status: resp.StatusCode, Headers: resultHeaders(resp.Header, red, !hadSecret), Body: ex.Body}
 	if kept != classified { // nothing writes to either: equal bodies share their bytes
 		res.Body = []byte(kept)
 	}
@@ -209,7 +211,10 @@ func authorize(req *http.Request, c Credentials) {
 
 // resultHeaders keeps the response headers worth showing, without cookies
 // or anything carrying the scope's secrets, bounded in count and size.
-func resultHeaders(h http.Header, red *redactor) map[string]string {
+// clean says that no value of h holds a secret (redactor.Header found
+// none): a header of one value is then only cut, as redacting it would
+// change nothing; values joined may still spell one, and are redacted.
+func resultHeaders(h http.Header, red *redactor, clean bool) map[string]string {
 	out := make(map[string]string, min(len(h), 64))
 	for k, v := range h {
 		if len(out) >= 64 {
@@ -219,7 +224,11 @@ func resultHeaders(h http.Header, red *redactor) map[string]string {
 		case "Set-Cookie", "Authorization", "Proxy-Authenticate", "Www-Authenticate":
 			continue
 		}
-		out[k] = red.Cut(strings.Join(v, ", "), 1024)
+		if clean && len(v) == 1 {
+			out[k] = red.bound(v[0], 1024)
+		} else {
+			out[k] = red.Cut(strings.Join(v, ", "), 1024)
+		}
 	}
 	return out
 }

@@ -130,18 +130,18 @@ func TestSendBoundsTheAnswer(t *testing.T) {
 func TestRedactorHeader(t *testing.T) {
 	red := newRedactor(Credentials{Type: CredentialBearer, Token: "secret-token-value"})
 	clean := http.Header{"Content-Type": {"application/json"}, "X-Request-Id": {"abc", "def"}}
-	if got := red.Header(clean); got == nil || &got["X-Request-Id"][0] != &clean["X-Request-Id"][0] || got.Get("Content-Type") != "application/json" {
-		t.Fatalf("clean header: got %v, want the header itself", got)
+	if got, had := red.Header(clean); had || got == nil || &got["X-Request-Id"][0] != &clean["X-Request-Id"][0] || got.Get("Content-Type") != "application/json" {
+		t.Fatalf("clean header: got %v, %v, want the header itself", got, had)
 	}
 	echo := http.Header{"Content-Type": {"application/json"}, "X-Echo": {"ok", "Bearer secret-token-value"}}
-	got := red.Header(echo)
-	if want := "Bearer " + red.mark; got["X-Echo"][0] != "ok" || got["X-Echo"][1] != want || got.Get("Content-Type") != "application/json" || len(got) != 2 {
-		t.Fatalf("echoed secret: got %v, want it redacted", got)
+	got, had := red.Header(echo)
+	if want := "Bearer " + red.mark; got["X-Echo"][0] != "ok" || got["X-Echo"][1] != want || got.Get("Content-Type") != "application/json" || len(got) != 2 || !had {
+		t.Fatalf("echoed secret: got %v, %v, want it redacted", got, had)
 	}
 	if echo["X-Echo"][1] != "Bearer secret-token-value" {
 		t.Fatalf("Header changed the header it was given: %v", echo)
 	}
-	if got := red.Header(nil); got != nil {
+	if got, had := red.Header(nil); got != nil || had {
 		t.Fatalf("nil header: got %v", got)
 	}
 }
@@ -158,4 +158,23 @@ func (f failLast) Read(p []byte) (int, error) {
 		err = f.err
 	}
 	return n, err
+}
+
+// TestResultHeadersRedact checks resultHeaders' redaction: a value is
+// redacted unless the caller says no value holds a secret, and values
+// joined into one are redacted even then, as they may spell one together.
+func TestResultHeadersRedact(t *testing.T) {
+	red := newRedactor(Credentials{Type: CredentialBearer, Token: "left, right-1234"})
+	split := http.Header{"X-Echo": {"left", "right-1234"}, "X-Id": {"abc"}}
+	if _, had := red.Header(split); had {
+		t.Fatal("a value alone spells the secret; the test needs it split")
+	}
+	got := resultHeaders(split, red, true)
+	if want := red.mark; got["X-Echo"] != want || got["X-Id"] != "abc" {
+		t.Fatalf("secret split over two values: got %v, want X-Echo %s", got, want)
+	}
+	raw := http.Header{"X-Echo": {"token left, right-1234"}}
+	if got := resultHeaders(raw, red, false); got["X-Echo"] != "token "+red.mark {
+		t.Fatalf("unredacted header: got %v, want X-Echo redacted", got)
+	}
 }
