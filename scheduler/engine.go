@@ -75,7 +75,8 @@ type EngineConfig struct {
 	// answer of a failed or held operation), in bytes; see CheckResultLimit.
 	ResultLimit int
 	// Client sends the requests; nil uses a client with sane transport
-	// timeouts.
+	// timeouts. The engine keeps a copy made when it is built, whose
+	// CheckRedirect is its own: it follows redirects itself (design §12).
 	Client *http.Client
 	// Logger receives the engine's logs; nil discards them.
 	Logger *slog.Logger

@@ -55,7 +55,7 @@ func newSender(client *http.Client, resultLimit int, userAgent string) *sender {
 // identity and credentials.
 func useLastResponse(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
-// send performs one attempt of c over client and reads the answer. It never
+// send performs one attempt of c over s's client and reads the answer. It never
 // returns an error: transport failures are part of the exchange, with
 // Written telling whether any of the request may have left. Redirects are
 // followed here, within the scope's origin, by redirectRule (design §12),
