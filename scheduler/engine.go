@@ -75,7 +75,8 @@ type EngineConfig struct {
 	// answer of a failed or held operation), in bytes; see CheckResultLimit.
 	ResultLimit int
 	// Client sends the requests; nil uses a client with sane transport
-	// timeouts.
+	// timeouts. The engine keeps a copy made when it is built, whose
+	// CheckRedirect is its own: it follows redirects itself (design §12).
 	Client *http.Client
 	// Logger receives the engine's logs; nil discards them.
 	Logger *slog.Logger
@@ -187,6 +188,8 @@ type Engine struct {
 	// grace has passed.
 	sendCtx    context.Context
 	cancelSend context.CancelFunc
+	// sender sends the claimed attempts over cfg.Client.
+	sender *sender
 
 	profilesMu sync.Mutex
 	profiles   map[[2]string]providers.Profile
@@ -227,6 +230,7 @@ func newEngine(store Store, clk clock.Clock, policy Policy, cfg EngineConfig) (*
 		slots:          make(chan struct{}, cfg.Workers),
 		finishedSignal: make(chan struct{}, 1),
 		sendCtx:        sendCtx, cancelSend: cancel,
+		sender:   newSender(cfg.Client, cfg.ResultLimit, cfg.UserAgent),
 		profiles: map[[2]string]providers.Profile{},
 		leases:   map[string]int64{},
 	}, nil
@@ -634,7 +638,7 @@ func (e *Engine) work(c Claim) {
 	}
 	ctx, cancel := e.clock.WithDeadline(e.sendCtx, deadline)
 	started := e.clock.Now()
-	sr := send(ctx, e.cfg.Client, c, profile, red, e.cfg.ResultLimit, e.cfg.UserAgent)
+	sr := e.sender.send(ctx, c, profile, red)
 	cancel()
 	e.sendEnded()
 	now := e.clock.Now().UTC().Truncate(time.Millisecond)
