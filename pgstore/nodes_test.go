@@ -410,3 +410,42 @@ func TestFeedBacklogCountsUnnumberedChanges(t *testing.T) {
 		t.Fatalf("backlog %d (%v) after a read, want 0", n, err)
 	}
 }
+
+// A node whose registration lapsed (alive but cut off: its heartbeats did
+// not land) has its leases recovered though its lock is held, claims
+// nothing meanwhile, and registers anew.
+func TestLapsedNodesLeasesAreRecoveredAndItRegistersAnew(t *testing.T) {
+	url := pgtest.URLFrom(t, migrated)
+	cutOff, survivor := openNode(t, url, pgstore.Options{}), openNode(t, url, pgstore.Options{})
+	storetest.PutScope(t, cutOff, "a", storetest.ScopeOpts{})
+	storetest.Enqueue(t, cutOff, time.Now(), storetest.NewOp("leased", "a", time.Now()), storetest.NewOp("next", "a", time.Now()))
+	lost := claimOne(t, cutOff, time.Now())
+	old := cutOff.NodeID()
+	withConn(t, url, func(conn *pgx.Conn) {
+		if _, err := conn.Exec(context.Background(), `UPDATE nodes SET expires_at = 0 WHERE id = $1`, old); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if cs, err := cutOff.ClaimDue(context.Background(), scheduler.ClaimParams{Now: time.Now(), Limit: 1, LeaseFor: time.Hour}); err != nil || len(cs) != 0 {
+		t.Fatalf("a lapsed node claimed %d (%v)", len(cs), err)
+	}
+	var orphans []scheduler.Claim
+	for deadline := time.Now().Add(3 * time.Second); len(orphans) == 0; time.Sleep(20 * time.Millisecond) {
+		var err error
+		if orphans, err = survivor.ListOrphaned(context.Background(), 10); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the lapsed node's lease was not listed for recovery")
+		}
+	}
+	if orphans[0].Operation.ID != lost.Operation.ID {
+		t.Fatalf("listed %s", orphans[0].Operation.ID)
+	}
+	for deadline := time.Now().Add(3 * time.Second); cutOff.NodeID() == old || !cutOff.Holds(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the lapsed node did not register anew")
+		}
+	}
+	claimOne(t, cutOff, time.Now())
+}
