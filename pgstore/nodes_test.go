@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -89,7 +90,13 @@ func readOp(id string, notBefore time.Time) scheduler.NewOperation {
 // hour, until the test ends; it returns once the loop's first pass is over.
 func runEngine(t *testing.T, s scheduler.Store) *scheduler.Scheduler {
 	t.Helper()
-	sched, err := scheduler.New(s, clock.New(), scheduler.Config{
+	return runEngineOn(t, s, clock.New())
+}
+
+// runEngineOn is runEngine with the scheduler's clock clk.
+func runEngineOn(t *testing.T, s scheduler.Store, clk clock.Clock) *scheduler.Scheduler {
+	t.Helper()
+	sched, err := scheduler.New(s, clk, scheduler.Config{
 		Engine: scheduler.EngineConfig{Workers: 4, PollInterval: time.Hour},
 		Pruner: scheduler.PrunerConfig{KeepForever: true},
 	})
@@ -448,4 +455,36 @@ func TestLapsedNodesLeasesAreRecoveredAndItRegistersAnew(t *testing.T) {
 		}
 	}
 	claimOne(t, cutOff, time.Now())
+}
+
+// A claim loop on a node whose clock is 5 s ahead, reading the database's
+// time through Store.Clock, sends an operation neither early nor late, and
+// does not spin on claims that admit nothing while it waits.
+func TestSkewedNodesEngineSendsOnTime(t *testing.T) {
+	url := pgtest.URLFrom(t, migrated)
+	fast := skewed{Clock: clock.New(), by: 5 * time.Second}
+	p := newProvider(t)
+	s := openNode(t, url, pgstore.Options{Clock: fast})
+	putScope(t, s, p)
+	var claims atomic.Int64
+	s.OnClaimCommitting(func([]scheduler.Claim, string) { claims.Add(1) })
+	sched := runEngineOn(t, s, s.Clock(fast))
+	due := time.Now().Add(time.Second).Truncate(time.Millisecond)
+	storetest.Enqueue(t, s, s.Clock(fast).Now(), readOp("soon", due))
+	sched.Engine.WakeFor(due) // as the Service does after an enqueue
+	for deadline := due.Add(3 * time.Second); ; time.Sleep(time.Millisecond) {
+		if at, ok := p.arrival("/soon"); ok {
+			t.Logf("sent %s after it was due, %d claim transactions", at.Sub(due), claims.Load())
+			if at.Before(due) || at.Sub(due) > 100*time.Millisecond {
+				t.Fatalf("sent at %s, due at %s: want within 100 ms after", at, due)
+			}
+			if n := claims.Load(); n > 10 {
+				t.Fatalf("%d claim transactions for one operation: the loop spun, its clock ahead of the database's", n)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("never sent")
+		}
+	}
 }
