@@ -331,9 +331,13 @@ func TestRestartRecoversNothingBeforeTheMargin(t *testing.T) {
 	url := pgtest.URLFrom(t, migrated)
 	gone := openNode(t, url, pgstore.Options{RequestTimeout: requestTimeout})
 	survivor := openNode(t, url, pgstore.Options{RequestTimeout: requestTimeout})
+	back := openNode(t, url, pgstore.Options{RequestTimeout: requestTimeout})
 	storetest.PutScope(t, gone, "a", storetest.ScopeOpts{})
 	storetest.Enqueue(t, gone, time.Now(), storetest.NewOp("in-flight", "a", time.Now()))
 	lost := claimOne(t, gone, time.Now())
+	storetest.Enqueue(t, back, time.Now(), storetest.NewOp("comes-back", "a", time.Now()))
+	kept := claimOne(t, back, time.Now())
+	backID := back.NodeID()
 	time.Sleep(margin) // the survivor's first session is old enough
 
 	withConn(t, url, func(conn *pgx.Conn) {
@@ -362,6 +366,14 @@ func TestRestartRecoversNothingBeforeTheMargin(t *testing.T) {
 	t.Logf("lease of the node gone listed for recovery %s after every session dropped (margin %s)", recovered.Round(time.Millisecond), margin)
 	if recovered < margin {
 		t.Fatalf("recovered %s after the restart, before the margin %s", recovered, margin)
+	}
+	// The node that came back took its own lock again: its lease stays.
+	if !back.Holds() || back.NodeID() != backID || !stillLeased(t, back, kept) {
+		t.Fatalf("the node that came back: holds %v, id %d (was %d), lease kept %v", back.Holds(), back.NodeID(), backID, stillLeased(t, back, kept))
+	}
+	time.Sleep(600 * time.Millisecond) // the survivor's watch looks again
+	if claims, err := survivor.ListOrphaned(context.Background(), 10); err != nil || len(claims) > 1 || len(claims) == 1 && claims[0].Operation.ID != lost.Operation.ID {
+		t.Fatalf("listed %v (%v) for recovery; want only the lease of the node gone", storetest.ClaimedIDs(claims), err)
 	}
 }
 
