@@ -500,3 +500,50 @@ func TestSkewedNodesEngineSendsOnTime(t *testing.T) {
 		}
 	}
 }
+
+// Wake-ups are debounced: a burst of enqueues on one node sends at most
+// one NOTIFY per debounce interval (5 ms), and claims and completions send
+// none (a NOTIFY serializes the commits of every notifying transaction).
+func TestWakeUpsAreDebouncedAndClaimsSendNone(t *testing.T) {
+	const writers, each = 4, 50
+	url := pgtest.URLFrom(t, migrated)
+	a, b := openNode(t, url, pgstore.Options{}), openNode(t, url, pgstore.Options{})
+	var wakes atomic.Int64
+	b.OnWake(func() { wakes.Add(1) })
+	storetest.PutScope(t, a, "a", storetest.ScopeOpts{MaxConcurrent: 1000})
+	time.Sleep(50 * time.Millisecond)
+	wakes.Store(0)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				storetest.Enqueue(t, a, storetest.T0, storetest.NewOp(fmt.Sprintf("w%d-%d", w, i), "a", storetest.T0))
+			}
+		})
+	}
+	wg.Wait()
+	took := time.Since(start)
+	time.Sleep(50 * time.Millisecond)
+	n := wakes.Load()
+	t.Logf("%d enqueues in %s woke the other node %d times", writers*each, took.Round(time.Millisecond), n)
+	if limit := int64(took/(5*time.Millisecond)) + 2; n > limit || n == 0 {
+		t.Fatalf("%d wake-ups for %d enqueues in %s; want 1..%d", n, writers*each, took, limit)
+	}
+	wakes.Store(0)
+	for claimed := 0; claimed < writers*each; {
+		cs := storetest.Claim(t, a, storetest.T0, 100)
+		var done []scheduler.Completion
+		for _, c := range cs {
+			done = append(done, storetest.CompletionOf(c, storetest.T0, scheduler.Decision{State: scheduler.StateSucceeded}, providers.Outcome{Class: providers.ClassSuccess, Status: 200}))
+		}
+		if _, err := a.Complete(context.Background(), done); err != nil {
+			t.Fatal(err)
+		}
+		claimed += len(cs)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := wakes.Load(); n != 0 {
+		t.Fatalf("claims and completions woke the other node %d times; want none", n)
+	}
+}
