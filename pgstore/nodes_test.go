@@ -2,12 +2,9 @@ package pgstore_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,7 +14,6 @@ import (
 	"pacer/internal/pacertest"
 	"pacer/internal/pgtest"
 	"pacer/pgstore"
-	"pacer/providers"
 	"pacer/scheduler"
 	"pacer/scheduler/storetest"
 )
@@ -233,95 +229,6 @@ func withConn(t *testing.T, url string, fn func(*pgx.Conn)) {
 	fn(conn)
 }
 
-// skewed is a clock running ahead of the real one.
-type skewed struct {
-	clock.Clock
-	by time.Duration
-}
-
-func (c skewed) Now() time.Time { return c.Clock.Now().Add(c.by) }
-
-// A node whose clock is 5 s ahead never claims early, nor takes a lease
-// before it expired: the claim admits by the earlier of its clock and the
-// database's. Its Clock reads the database's time.
-func TestSkewedNodeNeverClaimsEarly(t *testing.T) {
-	const skew = 5 * time.Second
-	url := pgtest.URLFrom(t, migrated)
-	fast := skewed{Clock: clock.New(), by: skew}
-	s := openNode(t, url, pgstore.Options{Clock: fast})
-	storetest.PutScope(t, s, "a", storetest.ScopeOpts{})
-	due := time.Now().Add(2 * time.Second).Truncate(time.Millisecond)
-	storetest.Enqueue(t, s, time.Now(), storetest.NewOp("later", "a", due))
-
-	claim := func() []scheduler.Claim {
-		cs, err := s.ClaimDue(context.Background(), scheduler.ClaimParams{Now: fast.Now(), Limit: 1, LeaseFor: time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cs
-	}
-	if cs := claim(); len(cs) != 0 {
-		t.Fatalf("a node 5 s ahead claimed an operation due in 2 s")
-	}
-	var c scheduler.Claim
-	for {
-		cs := claim()
-		if len(cs) == 1 {
-			c = cs[0]
-			break
-		}
-		if time.Now().After(due.Add(2 * time.Second)) {
-			t.Fatal("never claimed")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if sent := c.Operation.FirstSentAt; sent.Before(due) {
-		t.Fatalf("claimed at %s, before it was due at %s", sent, due)
-	}
-	// Its lease (1 s) has not expired by the database's clock.
-	if running, err := s.ListRunning(context.Background(), fast.Now(), 0); err != nil || len(running) != 0 {
-		t.Fatalf("a clock 5 s ahead found %d expired leases (%v); want none", len(running), err)
-	}
-	// Store.Clock corrects the skew.
-	if off := s.ClockOffset(); off > -skew+200*time.Millisecond || off < -skew-200*time.Millisecond {
-		t.Fatalf("offset %s, want about %s", off, -skew)
-	}
-	if d := s.Clock(fast).Now().Sub(time.Now()); d > 200*time.Millisecond || d < -200*time.Millisecond {
-		t.Fatalf("the database's clock read %s off", d)
-	}
-}
-
-// An enqueue on one node wakes another node's claim loop, which polls
-// only every hour, within 100 ms.
-func TestEnqueueOnOneNodeWakesAnother(t *testing.T) {
-	url := pgtest.URLFrom(t, migrated)
-	p := newProvider(t)
-	a, b := openNode(t, url, pgstore.Options{}), openNode(t, url, pgstore.Options{})
-	putScope(t, a, p)
-	runEngine(t, b)
-	var took []time.Duration
-	for i := range 10 {
-		id := fmt.Sprintf("op-%d", i)
-		enqueued := time.Now()
-		storetest.Enqueue(t, a, enqueued, readOp(id, enqueued))
-		for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(time.Millisecond) {
-			if at, ok := p.arrival("/" + id); ok {
-				took = append(took, at.Sub(enqueued))
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: the other node did not send it within 2 s", id)
-			}
-		}
-		time.Sleep(20 * time.Millisecond) // beyond the debounce: each enqueue notifies
-	}
-	slices.Sort(took)
-	t.Logf("enqueue on A to send by B: median %s, max %s", took[len(took)/2], took[len(took)-1])
-	if max := took[len(took)-1]; max > 100*time.Millisecond {
-		t.Fatalf("slowest wake-up across nodes took %s, want within 100 ms", max)
-	}
-}
-
 // After every session of the database dropped at once (a restart), no
 // node recovers another's leases on lock evidence before the request
 // timeout plus the lease margin has passed since its own reconnect.
@@ -377,59 +284,6 @@ func TestRestartRecoversNothingBeforeTheMargin(t *testing.T) {
 	}
 }
 
-// Retention runs on one node: another's PruneFinished removes nothing
-// until the elected node is gone.
-func TestRetentionRunsOnOneNode(t *testing.T) {
-	url := pgtest.URLFrom(t, migrated)
-	first, second := openNode(t, url, pgstore.Options{}), openNode(t, url, pgstore.Options{})
-	second.SetRestartMargin(0)
-	storetest.PutScope(t, first, "a", storetest.ScopeOpts{})
-	ctx := context.Background()
-	finish := func(id string) {
-		t.Helper()
-		storetest.Enqueue(t, first, storetest.T0, storetest.NewOp(id, "a", storetest.T0))
-		c := storetest.Claim(t, first, storetest.T0, 1)[0]
-		storetest.Complete(t, first, c, storetest.T0, scheduler.Decision{State: scheduler.StateSucceeded}, providers.Outcome{Class: providers.ClassSuccess, Status: 200})
-	}
-	prune := func(s *pgstore.Store) int {
-		t.Helper()
-		res, err := s.PruneFinished(ctx, scheduler.PruneParams{Before: storetest.T0.Add(time.Hour), Limit: 100})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.Operations
-	}
-	finish("one")
-	if n := prune(first); n != 1 {
-		t.Fatalf("the first node pruned %d, want 1", n)
-	}
-	finish("two")
-	if n := prune(second); n != 0 {
-		t.Fatalf("a second node pruned %d while the first is elected", n)
-	}
-	first.Kill()
-	for deadline := time.Now().Add(5 * time.Second); prune(second) == 0; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the second node never took over retention")
-		}
-	}
-}
-
-// The feed's backlog counts the changes the sequencer has not numbered.
-func TestFeedBacklogCountsUnnumberedChanges(t *testing.T) {
-	s := openStore(t)
-	storetest.PutScope(t, s, "a", storetest.ScopeOpts{})
-	storetest.Enqueue(t, s, storetest.T0, storetest.NewOp("x", "a", storetest.T0), storetest.NewOp("y", "a", storetest.T0))
-	ctx := context.Background()
-	if n, err := s.FeedBacklog(ctx); err != nil || n != 2 {
-		t.Fatalf("backlog %d (%v), want 2", n, err)
-	}
-	storetest.AllChanges(t, s)
-	if n, err := s.FeedBacklog(ctx); err != nil || n != 0 {
-		t.Fatalf("backlog %d (%v) after a read, want 0", n, err)
-	}
-}
-
 // A node whose registration lapsed (alive but cut off: its heartbeats did
 // not land) has its leases recovered though its lock is held, claims
 // nothing meanwhile, and registers anew.
@@ -467,83 +321,4 @@ func TestLapsedNodesLeasesAreRecoveredAndItRegistersAnew(t *testing.T) {
 		}
 	}
 	claimOne(t, cutOff, time.Now())
-}
-
-// A claim loop on a node whose clock is 5 s ahead, reading the database's
-// time through Store.Clock, sends an operation neither early nor late, and
-// does not spin on claims that admit nothing while it waits.
-func TestSkewedNodesEngineSendsOnTime(t *testing.T) {
-	url := pgtest.URLFrom(t, migrated)
-	fast := skewed{Clock: clock.New(), by: 5 * time.Second}
-	p := newProvider(t)
-	s := openNode(t, url, pgstore.Options{Clock: fast})
-	putScope(t, s, p)
-	var claims atomic.Int64
-	s.OnClaimCommitting(func([]scheduler.Claim, string) { claims.Add(1) })
-	sched := runEngineOn(t, s, s.Clock(fast))
-	due := time.Now().Add(time.Second).Truncate(time.Millisecond)
-	storetest.Enqueue(t, s, s.Clock(fast).Now(), readOp("soon", due))
-	sched.Engine.WakeFor(due) // as the Service does after an enqueue
-	for deadline := due.Add(3 * time.Second); ; time.Sleep(time.Millisecond) {
-		if at, ok := p.arrival("/soon"); ok {
-			t.Logf("sent %s after it was due, %d claim transactions", at.Sub(due), claims.Load())
-			if at.Before(due) || at.Sub(due) > 100*time.Millisecond {
-				t.Fatalf("sent at %s, due at %s: want within 100 ms after", at, due)
-			}
-			if n := claims.Load(); n > 10 {
-				t.Fatalf("%d claim transactions for one operation: the loop spun, its clock ahead of the database's", n)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("never sent")
-		}
-	}
-}
-
-// Wake-ups are debounced: a burst of enqueues on one node sends at most
-// one NOTIFY per debounce interval (5 ms), and claims and completions send
-// none (a NOTIFY serializes the commits of every notifying transaction).
-func TestWakeUpsAreDebouncedAndClaimsSendNone(t *testing.T) {
-	const writers, each = 4, 50
-	url := pgtest.URLFrom(t, migrated)
-	a, b := openNode(t, url, pgstore.Options{}), openNode(t, url, pgstore.Options{})
-	var wakes atomic.Int64
-	b.OnWake(func() { wakes.Add(1) })
-	storetest.PutScope(t, a, "a", storetest.ScopeOpts{MaxConcurrent: 1000})
-	time.Sleep(50 * time.Millisecond)
-	wakes.Store(0)
-	start := time.Now()
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Go(func() {
-			for i := range each {
-				storetest.Enqueue(t, a, storetest.T0, storetest.NewOp(fmt.Sprintf("w%d-%d", w, i), "a", storetest.T0))
-			}
-		})
-	}
-	wg.Wait()
-	took := time.Since(start)
-	time.Sleep(50 * time.Millisecond)
-	n := wakes.Load()
-	t.Logf("%d enqueues in %s woke the other node %d times", writers*each, took.Round(time.Millisecond), n)
-	if limit := int64(took/(5*time.Millisecond)) + 2; n > limit || n == 0 {
-		t.Fatalf("%d wake-ups for %d enqueues in %s; want 1..%d", n, writers*each, took, limit)
-	}
-	wakes.Store(0)
-	for claimed := 0; claimed < writers*each; {
-		cs := storetest.Claim(t, a, storetest.T0, 100)
-		var done []scheduler.Completion
-		for _, c := range cs {
-			done = append(done, storetest.CompletionOf(c, storetest.T0, scheduler.Decision{State: scheduler.StateSucceeded}, providers.Outcome{Class: providers.ClassSuccess, Status: 200}))
-		}
-		if _, err := a.Complete(context.Background(), done); err != nil {
-			t.Fatal(err)
-		}
-		claimed += len(cs)
-	}
-	time.Sleep(50 * time.Millisecond)
-	if n := wakes.Load(); n != 0 {
-		t.Fatalf("claims and completions woke the other node %d times; want none", n)
-	}
 }
