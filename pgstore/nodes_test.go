@@ -322,3 +322,34 @@ func TestLapsedNodesLeasesAreRecoveredAndItRegistersAnew(t *testing.T) {
 	}
 	claimOne(t, cutOff, time.Now())
 }
+
+// Work a dead node had scheduled for later without telling anyone (a
+// retry its completion set) is sent on time by a surviving node that
+// polls only every hour: forgetting the dead node wakes its claim loop.
+func TestDeadNodesScheduledWorkIsSentOnTime(t *testing.T) {
+	url := pgtest.URLFrom(t, migrated)
+	p := newProvider(t)
+	dead, survivor := openNode(t, url, pgstore.Options{}), openNode(t, url, pgstore.Options{})
+	putScope(t, dead, p)
+	storetest.Enqueue(t, dead, time.Now(), readOp("retry", time.Now().Add(time.Hour)))
+	runEngine(t, survivor)
+	time.Sleep(1500 * time.Millisecond) // past the wake-ups of the setup: it sleeps for the hour
+	due := time.Now().Add(1500 * time.Millisecond).Truncate(time.Millisecond)
+	withConn(t, url, func(conn *pgx.Conn) { // as the dead node's completion would: no wake-up
+		if _, err := conn.Exec(context.Background(), `UPDATE operations SET next_attempt_at = $1`, due.UnixMilli()); err != nil {
+			t.Fatal(err)
+		}
+	})
+	dead.Kill()
+	for deadline := due.Add(3 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if at, ok := p.arrival("/retry"); ok {
+			if at.Before(due) || at.Sub(due) > 500*time.Millisecond {
+				t.Fatalf("sent at %s, due at %s", at, due)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the dead node's scheduled work was not sent")
+		}
+	}
+}

@@ -49,18 +49,27 @@ func (s *Store) watchNodes(ctx context.Context) error {
 }
 
 // forgetDeadNodes removes the rows of dead nodes that hold no lease any
-// more, and the elections they won.
+// more, and the elections they won; when it removed one it tells the
+// claim loop (OnWake), as the work the dead node had scheduled (retries
+// due later) is now this node's to wake for.
 func (s *Store) forgetDeadNodes(ctx context.Context) error {
 	ctx, cancel := s.clock.WithTimeout(ctx, nodeQueryTimeout)
 	defer cancel()
-	_, err := s.node.conn.Exec(ctx, `
+	var gone int
+	err := s.node.conn.QueryRow(ctx, `
 		WITH gone AS (
 			DELETE FROM nodes n WHERE n.id <> $1 AND NOT `+nodeHoldsLeases+`
 			AND (n.expires_at < `+dbNowMS+` OR NOT `+nodeLockHeld+`)
-			RETURNING id)
-		DELETE FROM elections WHERE node IN (SELECT id FROM gone)`, s.node.id.Load())
+			RETURNING id
+		), lost AS (
+			DELETE FROM elections WHERE node IN (SELECT id FROM gone)
+		)
+		SELECT count(*) FROM gone`, s.node.id.Load()).Scan(&gone)
 	if err != nil {
 		return fmt.Errorf("forget dead nodes: %w", err)
+	}
+	if gone > 0 {
+		s.wakes.committed()
 	}
 	return nil
 }
