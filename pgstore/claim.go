@@ -115,7 +115,11 @@ func (s *Store) tick(ctx context.Context, cs []scheduler.Completion, p scheduler
 }
 
 func (s *Store) claimDue(ctx context.Context, tx pgx.Tx, p scheduler.ClaimParams) ([]scheduler.Claim, error) {
-	now := millis(p.Now)
+	now, node, ok, err := s.claimGuard(ctx, tx, millis(p.Now))
+	if err != nil || !ok {
+		return nil, err
+	}
+	leaseExpires := now + p.LeaseFor.Milliseconds()
 	locked, err := lockAdmissibleScopes(ctx, tx, now, p.Limit*claimScopeSpread)
 	if err != nil || len(locked) == 0 {
 		return nil, err
@@ -189,7 +193,7 @@ func (s *Store) claimDue(ctx context.Context, tx pgx.Tx, p scheduler.ClaimParams
 		eligible[d.id] = d.eligible
 		taken[d.budget]++
 	}
-	ops, err := claimOperations(ctx, tx, rowIDs, now, millis(p.Now.Add(p.LeaseFor)))
+	ops, err := claimOperations(ctx, tx, rowIDs, now, leaseExpires, node)
 	if err != nil {
 		return nil, err
 	}
@@ -221,6 +225,37 @@ func (s *Store) claimDue(ctx context.Context, tx pgx.Tx, p scheduler.ClaimParams
 		}
 	}
 	return s.withScopes(ctx, tx, ops)
+}
+
+// claimGuard begins a claim of this node: it returns the claim's now, the
+// earlier of the caller's now and the database's clock (so a node whose
+// clock runs ahead never claims early), the node's id, and whether the
+// node may claim at all: its dedicated session holds its lock (a node
+// that lost it claims nothing until it has it again) and its registration
+// outlasts the longest request it may send (claimReserve). The claim holds
+// the node's guard lock shared until it commits, so a recovery deciding
+// the node is dead (deadNodes) waits for it, and a claim after that one
+// finds the lock free.
+func (s *Store) claimGuard(ctx context.Context, tx pgx.Tx, now int64) (int64, int32, bool, error) {
+	id := int32(s.node.id.Load())
+	if !s.node.held.Load() || id == 0 {
+		return 0, 0, false, nil
+	}
+	b := &pgx.Batch{}
+	b.Queue(`SELECT pg_advisory_xact_lock_shared($1, $2)`, guardLockClass, id)
+	b.Queue(`SELECT NOT pg_try_advisory_xact_lock($1, $2),
+		COALESCE((SELECT expires_at FROM nodes WHERE id = $2) - `+dbNowMS+` >= $3, false),
+		LEAST($4::bigint, `+dbNowMS+`)`, nodeLockClass, id, s.claimReserve().Milliseconds(), now)
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return 0, 0, false, fmt.Errorf("take the node's guard: %w", err)
+	}
+	var held, fresh bool
+	if err := br.QueryRow().Scan(&held, &fresh, &now); err != nil {
+		return 0, 0, false, fmt.Errorf("check the node's lock: %w", err)
+	}
+	return now, id, held && fresh, nil
 }
 
 // lockAdmissibleScopes locks, in row ID order, up to limit of the scopes
@@ -342,9 +377,9 @@ const claimedColumns = `id, scope_id, operation_id, '', '', kind, method, path,
 	deadline, max_attempts, max_elapsed_ms, result, lease_token, lease_expires_at,
 	first_sent_at, content_hash, maybe_applied, NULL::text, released_from_state, released_from_reason`
 
-// claimOperations leases the locked due operations rowIDs and writes their
-// attempt intents, returning them in the order of rowIDs.
-func claimOperations(ctx context.Context, tx pgx.Tx, rowIDs []int64, now, leaseExpires int64) ([]opRow, error) {
+// claimOperations leases the locked due operations rowIDs to node and
+// writes their attempt intents, returning them in the order of rowIDs.
+func claimOperations(ctx context.Context, tx pgx.Tx, rowIDs []int64, now, leaseExpires int64, node int32) ([]opRow, error) {
 	if len(rowIDs) == 0 {
 		return nil, nil
 	}
@@ -352,9 +387,9 @@ func claimOperations(ctx context.Context, tx pgx.Tx, rowIDs []int64, now, leaseE
 		UPDATE operations SET state = 'running', lease_token = lease_token + 1, lease_expires_at = $1,
 			attempt = attempt + 1, budget_attempts = budget_attempts + 1,
 			first_sent_at = COALESCE(first_sent_at, $2), updated_at = $2,
-			released_from_state = NULL, released_from_reason = NULL
+			released_from_state = NULL, released_from_reason = NULL, lease_node = $4
 		WHERE id = ANY($3) AND state IN `+dueStates+`
-		RETURNING `+claimedColumns, leaseExpires, now, rowIDs)
+		RETURNING `+claimedColumns, leaseExpires, now, rowIDs, node)
 	if err != nil {
 		return nil, err
 	}
@@ -409,14 +444,16 @@ func (s *Store) withScopes(ctx context.Context, tx pgx.Tx, ops []opRow) ([]sched
 // ListRunning returns running operations whose lease expires at or before
 // expiredBy (all of them when expiredBy is zero), with their scopes and
 // their credentials' values, oldest lease first, at most limit (no bound
-// when limit <= 0).
+// when limit <= 0). A lease counts as expired only once it has by the
+// database's clock too: a node whose clock runs ahead never takes a lease
+// early.
 func (s *Store) ListRunning(ctx context.Context, expiredBy time.Time, limit int) ([]scheduler.Claim, error) {
 	var claims []scheduler.Claim
 	err := s.read(ctx, func(tx pgx.Tx) error {
 		var q query
 		q.where("o.state = 'running'")
-		if !expiredBy.IsZero() {
-			q.where("o.lease_expires_at <= " + q.arg(millis(expiredBy)))
+		if !expiredBy.IsZero() { // by the earlier of the caller's and the database's clock
+			q.where("o.lease_expires_at <= LEAST(" + q.arg(millis(expiredBy)) + "::bigint, " + dbNowMS + ")")
 		}
 		sql := `SELECT ` + operationColumns + operationFrom + q.whereClause() + ` ORDER BY o.lease_expires_at, o.id`
 		if limit > 0 {
@@ -450,8 +487,12 @@ func (s *Store) ListRunning(ctx context.Context, expiredBy time.Time, limit int)
 // NextWake returns the earliest time at which a claim could admit
 // something or a lease expires (see scheduler.Store): the least admits_at
 // of the admission table, the rule ClaimDue admits by, and the earliest
-// lease expiry.
+// lease expiry. While the node has lost its session it claims nothing and
+// says nothing waits: regaining its lock wakes the loop (OnWake).
 func (s *Store) NextWake(ctx context.Context) (time.Time, bool, error) {
+	if !s.node.held.Load() {
+		return time.Time{}, false, nil // nothing to claim until the lock is back, which wakes the loop (OnWake)
+	}
 	var at *int64
 	err := s.read(ctx, func(tx pgx.Tx) error {
 		return tx.QueryRow(ctx, `

@@ -19,7 +19,9 @@ var schema string
 // takes a database from version i+1 to i+2. The list is append-only:
 // never edit or reorder a step that has shipped; add a new one.
 func migrations() []string {
-	return []string{}
+	return []string{
+		nodesMigration, // nodes, lease_node, elections (node.go)
+	}
 }
 
 // SchemaVersion is the schema version this binary writes and expects.

@@ -75,13 +75,17 @@ func New(store Store, clk clock.Clock, cfg Config) (*Scheduler, error) {
 	}
 	changes := NewNotifier()
 	store.OnCommit(changes.Notify)
+	// Another process's commits (PostgreSQL) wake the loop and the
+	// long-polls of this one.
+	store.OnWake(func() { engine.storeWoke(); changes.Notify() })
 	svc := &Service{store: store, clock: clk, policy: cfg.Policy, wake: engine.Wake, wakeFor: engine.WakeFor, changes: changes, enqueues: newEnqueueGroup(store)}
 	return &Scheduler{Service: svc, Engine: engine, Pruner: pruner, Changes: changes, clock: clk, log: cfg.Logger}, nil
 }
 
-// Recover returns every lease left by an earlier process to the queue
-// (Engine.Recover) and logs how many there were. The caller holds the
-// database's process lock. Run recovers too; a caller that must not serve
+// Recover returns the leases whose holder is gone to the queue
+// (Engine.Recover: on SQLite every lease an earlier process left, on a
+// shared database those of processes known dead) and logs how many there
+// were. Run recovers too; a caller that must not serve
 // before the recovery (the HTTP API) calls Recover first.
 func (s *Scheduler) Recover(ctx context.Context) error {
 	n, err := s.Engine.Recover(ctx)
