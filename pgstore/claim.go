@@ -1,7 +1,6 @@
 package pgstore
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -17,17 +16,9 @@ import (
 // with what its scope and the budget allow (see the SQLite store's
 // db/claim.go, whose admission this is).
 type eligibleBudget struct {
-	scopeID      int64
-	resource     string
-	free         int   // the scope's concurrency slots left
-	slotMS       int64 // even spacing of the scope's configured rate; 0 without one
-	nextSlotAt   int64 // the scope's configured rate slot
-	budgetSlotAt int64 // the budget's pacing slot
-	hasBudget    bool  // a learned budget left above the reserve until resetAt
-	budget       int64
-	resetAt      int64
-	pacedMS      int64 // spacing that spreads the budget over the time to its reset
-	readyAt      int64 // the budget's ready time as the claim read it
+	scheduler.AdmissionBudget
+	resetAt int64 // when the learned budget resets; meaningful only with HasBudget
+	readyAt int64 // the budget's ready time as the claim read it
 }
 
 // claimScopeSpread is how many more scopes than its limit a claim tries
@@ -124,104 +115,55 @@ func (s *Store) claimDue(ctx context.Context, tx pgx.Tx, p scheduler.ClaimParams
 	if err != nil || len(locked) == 0 {
 		return nil, err
 	}
-	budgets, err := findEligibleBudgets(ctx, tx, now, p.Limit, locked)
+	eligible, err := findEligibleBudgets(ctx, tx, now, p.Limit, locked)
 	if err != nil {
 		return nil, err
 	}
-	var (
-		order  []int64 // scopes, in admission order
-		queues = map[int64][]dueOperation{}
-		free   = map[int64]int{}
-	)
-	for i := range budgets {
-		b := &budgets[i]
-		n := min(b.free, p.Limit)
-		if b.hasBudget {
-			n = min(n, int(min(b.budget, int64(p.Limit))))
-			if b.pacedMS, err = budgetPacing(ctx, tx, b, now); err != nil {
+	// Each budget's oldest due operations, as many as it may take; then
+	// scheduler.Admit's choice among them.
+	budgets := make([]scheduler.AdmissionBudget, len(eligible))
+	var due []scheduler.DueOperation
+	for i := range eligible {
+		b := &eligible[i]
+		if b.HasBudget {
+			if b.PacedMS, err = budgetPacing(ctx, tx, b, now); err != nil {
 				return nil, err
 			}
 		}
-		if b.slotMS > 0 || b.pacedMS > 0 {
-			n = 1
-		}
-		due, err := findDueOperations(ctx, tx, b.scopeID, b.resource, b.readyAt, now, n)
+		budgets[i] = b.AdmissionBudget
+		ds, err := findDueOperations(ctx, tx, b.Scope, b.Resource, b.readyAt, now, b.Take(p.Limit))
 		if err != nil {
 			return nil, err
 		}
-		for j := range due {
-			due[j].budget = i
+		for j := range ds {
+			ds[j].Budget = i
 		}
-		if _, seen := queues[b.scopeID]; !seen {
-			order = append(order, b.scopeID)
-			free[b.scopeID] = b.free
-			if b.slotMS > 0 {
-				free[b.scopeID] = 1
-			}
-		}
-		queues[b.scopeID] = append(queues[b.scopeID], due...)
+		due = append(due, ds...)
 	}
-	for _, id := range order {
-		q := queues[id]
-		slices.SortStableFunc(q, func(a, b dueOperation) int {
-			if c := cmp.Compare(a.nextAttemptAt, b.nextAttemptAt); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.id, b.id)
-		})
-		queues[id] = q[:min(len(q), free[id])]
-	}
-	// Round robin: one per scope per round, until Limit.
-	var picked []dueOperation
-	for round := 0; len(picked) < p.Limit; round++ {
-		took := false
-		for _, id := range order {
-			if q := queues[id]; round < len(q) && len(picked) < p.Limit {
-				picked = append(picked, q[round])
-				took = true
-			}
-		}
-		if !took {
-			break
-		}
-	}
+	picked := scheduler.Admit(budgets, due, p.Limit)
 	rowIDs := make([]int64, len(picked))
-	eligible := make(map[int64]int64, len(picked))
-	taken := make([]int64, len(budgets))
+	eligibleAt := make(map[int64]int64, len(picked))
 	for i, d := range picked {
-		rowIDs[i] = d.id
-		eligible[d.id] = d.eligible
-		taken[d.budget]++
+		rowIDs[i] = d.ID
+		eligibleAt[d.ID] = d.Eligible
 	}
 	ops, err := claimOperations(ctx, tx, rowIDs, now, leaseExpires, node)
 	if err != nil {
 		return nil, err
 	}
 	for i, r := range ops {
-		ops[i].NextAttemptAt = fromMillis(eligible[r.id])
+		ops[i].NextAttemptAt = fromMillis(eligibleAt[r.id])
 	}
-	slotTaken := map[int64]bool{}
-	for i, b := range budgets {
-		k := taken[i]
-		if k == 0 {
-			continue
+	slots, spent := scheduler.Admitted(budgets, picked, now)
+	for _, sl := range slots {
+		if _, err := tx.Exec(ctx, `UPDATE scopes SET next_slot_at = $1 WHERE id = $2`, sl.NextSlotAt, sl.Scope); err != nil {
+			return nil, err
 		}
-		if b.slotMS > 0 && !slotTaken[b.scopeID] {
-			slotTaken[b.scopeID] = true
-			next := max(b.nextSlotAt, now) + b.slotMS
-			if _, err := tx.Exec(ctx, `UPDATE scopes SET next_slot_at = $1 WHERE id = $2`, next, b.scopeID); err != nil {
-				return nil, err
-			}
-		}
-		if b.hasBudget {
-			next := b.budgetSlotAt
-			if b.pacedMS > 0 {
-				next = max(b.budgetSlotAt, now) + b.pacedMS
-			}
-			if _, err := tx.Exec(ctx, `UPDATE scope_budgets SET remaining = remaining - $1, next_slot_at = $2
-				WHERE scope_id = $3 AND resource = $4`, k, next, b.scopeID, b.resource); err != nil {
-				return nil, err
-			}
+	}
+	for _, b := range spent {
+		if _, err := tx.Exec(ctx, `UPDATE scope_budgets SET remaining = remaining - $1, next_slot_at = $2
+			WHERE scope_id = $3 AND resource = $4`, b.Spent, b.NextSlotAt, b.Scope, b.Resource); err != nil {
+			return nil, err
 		}
 	}
 	return s.withScopes(ctx, tx, ops)
@@ -300,52 +242,40 @@ func findEligibleBudgets(ctx context.Context, tx pgx.Tx, now int64, limit int, s
 			b                                eligibleBudget
 			requests, perMS, budget, resetAt *int64
 		)
-		if err := rows.Scan(&b.scopeID, &b.resource, &b.free, &requests, &perMS, &b.nextSlotAt, &b.budgetSlotAt, &budget, &resetAt, &b.readyAt); err != nil {
+		if err := rows.Scan(&b.Scope, &b.Resource, &b.Free, &requests, &perMS, &b.NextSlotAt, &b.BudgetSlotAt, &budget, &resetAt, &b.readyAt); err != nil {
 			return nil, err
 		}
 		if budget != nil && resetAt != nil {
-			b.hasBudget, b.budget, b.resetAt = true, *budget, *resetAt
+			b.HasBudget, b.Budget, b.resetAt = true, *budget, *resetAt
 		}
 		if requests != nil {
-			b.slotMS = (*perMS + *requests - 1) / *requests // ceil: never faster than the rate
-			b.slotMS = max(b.slotMS, 1)
+			b.SlotMS = scheduler.RateSpacingMS(*requests, *perMS)
 		}
 		out = append(out, b)
 	}
 	return out, rows.Err()
 }
 
-// budgetPacing returns the spacing that spreads a learned budget over the
-// time left until its reset, when more work spending it is due before the
-// reset than budget left; 0 when the budget covers the work.
+// budgetPacing returns the spacing that spreads b's learned budget over
+// the time left until its reset (scheduler.BudgetPacingMS), counting the
+// work due before the reset up to budget+1 rows.
 func budgetPacing(ctx context.Context, tx pgx.Tx, b *eligibleBudget, now int64) (int64, error) {
 	var due int64
 	err := tx.QueryRow(ctx, `
 		SELECT COUNT(*) FROM (
 			SELECT 1 FROM operations
 			WHERE scope_id = $1 AND resource = $2 AND state IN `+dueStates+` AND next_attempt_at <= $3
-			LIMIT $4) d`, b.scopeID, b.resource, b.resetAt, b.budget+1).Scan(&due)
+			LIMIT $4) d`, b.Scope, b.Resource, b.resetAt, b.Budget+1).Scan(&due)
 	if err != nil {
 		return 0, fmt.Errorf("count work due before the budget reset: %w", err)
 	}
-	if due <= b.budget {
-		return 0, nil
-	}
-	return max((b.resetAt-now)/b.budget, 1), nil
-}
-
-// dueOperation is one due operation a claim may take.
-type dueOperation struct {
-	id            int64
-	nextAttemptAt int64
-	eligible      int64 // when it became eligible: its own time or its ready time
-	budget        int   // index of its budget in the claim's eligible budgets
+	return scheduler.BudgetPacingMS(due, b.Budget, b.resetAt, now), nil
 }
 
 // findDueOperations locks and returns up to n operations due at now that
 // spend a scope's budget of resource, oldest due first, skipping rows
 // another transaction holds (a manual action).
-func findDueOperations(ctx context.Context, tx pgx.Tx, scopeID int64, resource string, readyAt, now int64, n int) ([]dueOperation, error) {
+func findDueOperations(ctx context.Context, tx pgx.Tx, scopeID int64, resource string, readyAt, now int64, n int) ([]scheduler.DueOperation, error) {
 	rows, err := tx.Query(ctx, `
 		SELECT o.id, o.next_attempt_at, GREATEST(o.next_attempt_at, $1::bigint)
 		FROM operations o
@@ -357,10 +287,10 @@ func findDueOperations(ctx context.Context, tx pgx.Tx, scopeID int64, resource s
 		return nil, err
 	}
 	defer rows.Close()
-	var ops []dueOperation
+	var ops []scheduler.DueOperation
 	for rows.Next() {
-		var d dueOperation
-		if err := rows.Scan(&d.id, &d.nextAttemptAt, &d.eligible); err != nil {
+		var d scheduler.DueOperation
+		if err := rows.Scan(&d.ID, &d.NextAttemptAt, &d.Eligible); err != nil {
 			return nil, err
 		}
 		ops = append(ops, d)
