@@ -26,6 +26,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"pacer/internal/pgserver"
 )
 
 // EnvURL is the environment variable naming an existing server to use
@@ -33,7 +35,7 @@ import (
 const EnvURL = "PACER_TEST_POSTGRES"
 
 // InstallHint is the line a test fails with when PostgreSQL is missing.
-const InstallHint = "PostgreSQL is not installed: apt-get install -y --no-install-recommends postgresql (scripts/test.sh does), or set " + EnvURL + "=postgres://… to use an existing server"
+const InstallHint = pgserver.InstallHint
 
 // Template is a database that fresh databases are cloned from: Setup runs
 // once per test binary on a new, empty database named after Name (with
@@ -55,7 +57,7 @@ type cluster struct {
 	inMain    bool
 	started   bool
 	err       error
-	srv       *server // nil with an existing server (EnvURL)
+	srv       *pgserver.Server // nil with an existing server (EnvURL)
 	admin     *pgxpool.Pool
 	baseURL   string // the server's URL, with no database
 	templates map[string]*template
@@ -147,11 +149,11 @@ func (c *cluster) start(ctx context.Context) error {
 	if url := os.Getenv(EnvURL); url != "" {
 		c.baseURL = url
 	} else {
-		c.srv, c.err = startServer(ctx)
+		c.srv, c.err = pgserver.Start(ctx, pgserver.Options{})
 		if c.err != nil {
 			return c.err
 		}
-		c.baseURL = c.srv.url
+		c.baseURL = c.srv.URL()
 	}
 	c.admin, c.err = pgxpool.New(ctx, c.baseURL)
 	if c.err == nil {
@@ -204,7 +206,7 @@ func (c *cluster) close() error {
 		c.admin.Close()
 	}
 	if c.srv != nil {
-		if err := c.srv.stop(); err != nil {
+		if err := c.srv.Stop(); err != nil {
 			errs = append(errs, err.Error())
 		}
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -82,76 +80,6 @@ func TestURLFromClonesTheTemplate(t *testing.T) {
 	}
 	if got, want := [3]int{setups, na, nb}, [3]int{1, 2, 1}; got != want {
 		t.Fatalf("setups, rows in a, rows in b: got %v, want %v", got, want)
-	}
-}
-
-// As root, the server runs as an unprivileged user (initdb refuses root),
-// listens on no TCP port, and its directory goes when it stops. The test
-// starts a server of its own, so it checks the throwaway server also when
-// the others use an existing one (EnvURL).
-func TestServerRunsUnprivilegedOnASocket(t *testing.T) {
-	ctx := context.Background()
-	srv, err := startServer(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			srv.stop()
-		}
-	}()
-	conn := connect(t, srv.url)
-	var listen string
-	if err := conn.QueryRow(ctx, `SHOW listen_addresses`).Scan(&listen); err != nil || listen != "" {
-		t.Fatalf("listen_addresses: got %q (%v), want none", listen, err)
-	}
-	fi, err := os.Stat(filepath.Join(srv.dir, "data"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	owner := fi.Sys().(*syscall.Stat_t).Uid
-	if os.Geteuid() == 0 && owner == 0 {
-		t.Fatalf("the data directory belongs to root: the server runs as root")
-	}
-	if os.Geteuid() != 0 && owner != uint32(os.Geteuid()) {
-		t.Fatalf("the data directory belongs to uid %d, not the tests' user", owner)
-	}
-	conn.Close(ctx)
-	stopped = true
-	if err := srv.stop(); err != nil {
-		t.Fatalf("stop: %v", err)
-	}
-	if _, err := os.Stat(srv.dir); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("the server's directory is left after it stopped: %v", err)
-	}
-}
-
-// The newest installed version is used; none installed is the install
-// hint.
-func TestFindBin(t *testing.T) {
-	root := t.TempDir()
-	for _, v := range []string{"9.6", "16", "14"} {
-		bin := filepath.Join(root, v, "bin")
-		if err := os.MkdirAll(bin, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range []string{"initdb", "postgres"} {
-			if err := os.WriteFile(filepath.Join(bin, f), nil, 0o755); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := os.MkdirAll(filepath.Join(root, "17", "bin"), 0o755); err != nil { // no binaries
-		t.Fatal(err)
-	}
-	got, err := findBin(root)
-	if want := filepath.Join(root, "16", "bin"); err != nil || got != want {
-		t.Fatalf("got %q, %v; want %q", got, err, want)
-	}
-	t.Setenv("PATH", t.TempDir())
-	if _, err := findBin(t.TempDir()); err == nil || err.Error() != InstallHint {
-		t.Fatalf("with none installed: got %v, want %q", err, InstallHint)
 	}
 }
 

@@ -1,4 +1,10 @@
-package pgtest
+// Package pgserver runs a throwaway PostgreSQL: Debian's binaries (the
+// newest /usr/lib/postgresql/N/bin) initialize a cluster in a new
+// temporary directory and serve it on a unix socket there, no TCP, as an
+// unprivileged user when the caller is root (initdb refuses root). Tests
+// get one through package pgtest; the crash test and the bench start
+// their own.
+package pgserver
 
 import (
 	"bytes"
@@ -25,15 +31,35 @@ const binRoot = "/usr/lib/postgresql"
 // readyTimeout bounds the wait for a started server to answer.
 const readyTimeout = 60 * time.Second
 
-// server is a throwaway PostgreSQL: its data directory and unix socket in
-// one temporary directory, removed when it stops.
-type server struct {
-	dir  string
-	cmd  *exec.Cmd
-	log  *bytes.Buffer
-	done chan error // the postgres process's exit
-	url  string
+// InstallHint is the error Start returns when PostgreSQL is missing.
+const InstallHint = "PostgreSQL is not installed: apt-get install -y --no-install-recommends postgresql (scripts/test.sh does), or set PACER_TEST_POSTGRES=postgres://… to use an existing server"
+
+// Options tune a server.
+type Options struct {
+	// Durable keeps what a commit wrote across an immediate stop of the
+	// server (synchronous_commit on); tests leave it off, as their data
+	// need not survive a crash of the server.
+	Durable bool
 }
+
+// Server is a throwaway PostgreSQL: its data directory and unix socket in
+// one temporary directory, removed when it stops.
+type Server struct {
+	dir, bin string
+	acct     account
+	opts     Options
+	cmd      *exec.Cmd
+	log      *bytes.Buffer
+	done     chan error // the postgres process's exit
+	url      string
+}
+
+// URL is the server's URL (database postgres, user postgres, no
+// password: only the socket's directory admits).
+func (s *Server) URL() string { return s.url }
+
+// Dir is the server's directory (data directory and socket).
+func (s *Server) Dir() string { return s.dir }
 
 // findBin returns the bin directory of the newest PostgreSQL installed
 // (root/N/bin with initdb and postgres), else the directory of an
@@ -92,7 +118,7 @@ func serverAccount() (account, error) {
 		}
 		return account{uid: uint32(uid), gid: uint32(gid), asRoot: true}, nil
 	}
-	return account{}, errors.New("pgtest: running as root, and neither user postgres nor nobody exists to run PostgreSQL as (initdb refuses root)")
+	return account{}, errors.New("pgserver: running as root, and neither user postgres nor nobody exists to run PostgreSQL as (initdb refuses root)")
 }
 
 // command is bin/name with args, run as acct.
@@ -103,11 +129,11 @@ func (a account) command(bin, name string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// startServer initializes a cluster in a new temporary directory and
-// starts postgres on a unix socket there (no TCP), tuned for tests: no
-// fsync, as a test's data need not survive a power cut, and deadlocks
-// detected after 100 ms (not 1 s), as tests provoke them.
-func startServer(ctx context.Context) (*server, error) {
+// Start initializes a cluster in a new temporary directory and starts
+// postgres on a unix socket there (no TCP), tuned for throwaway use: no
+// fsync and no full-page writes (the data need not survive a power cut),
+// and deadlocks detected after 100 ms (not 1 s), as tests provoke them.
+func Start(ctx context.Context, opts Options) (*Server, error) {
 	bin, err := findBin(binRoot)
 	if err != nil {
 		return nil, err
@@ -116,42 +142,59 @@ func startServer(ctx context.Context) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp(tempRoot(acct), "pacer-pgtest-")
+	dir, err := os.MkdirTemp(tempRoot(acct), "pacer-pg-")
 	if err != nil {
-		return nil, fmt.Errorf("pgtest: %w", err)
+		return nil, fmt.Errorf("pgserver: %w", err)
 	}
-	s := &server{dir: dir, log: &bytes.Buffer{}, done: make(chan error, 1)}
-	fail := func(err error) (*server, error) {
+	s := &Server{dir: dir, bin: bin, acct: acct, opts: opts, log: &bytes.Buffer{}}
+	fail := func(err error) (*Server, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
 	if acct.asRoot {
 		if err := os.Chown(dir, int(acct.uid), int(acct.gid)); err != nil {
-			return fail(fmt.Errorf("pgtest: %w", err))
+			return fail(fmt.Errorf("pgserver: %w", err))
 		}
 	}
-	data := filepath.Join(dir, "data")
-	initdb := acct.command(bin, "initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8",
+	initdb := acct.command(bin, "initdb", "-D", s.data(), "-U", "postgres", "--auth=trust", "-E", "UTF8",
 		"--locale=C", "--no-sync", "--no-instructions")
 	if out, err := initdb.CombinedOutput(); err != nil {
-		return fail(fmt.Errorf("pgtest: initdb: %v: %s", err, lastLines(out, 5)))
+		return fail(fmt.Errorf("pgserver: initdb: %v: %s", err, lastLines(out, 5)))
 	}
-	s.cmd = acct.command(bin, "postgres", "-D", data, "-k", dir, "-c", "listen_addresses=",
-		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-		"-c", "max_connections=300", "-c", "shared_buffers=32MB", "-c", "log_min_messages=warning",
-		"-c", "deadlock_timeout=100ms")
-	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
-	if err := s.cmd.Start(); err != nil {
-		return fail(fmt.Errorf("pgtest: start postgres: %w", err))
-	}
-	go func() { s.done <- s.cmd.Wait() }()
 	s.url = (&url.URL{Scheme: "postgres", User: url.User("postgres"), Path: "/postgres",
 		RawQuery: url.Values{"host": {dir}, "sslmode": {"disable"}}.Encode()}).String()
-	if err := s.waitReady(ctx); err != nil {
-		s.stop()
+	if err := s.run(ctx); err != nil {
+		os.RemoveAll(dir)
 		return nil, err
 	}
 	return s, nil
+}
+
+// data is the server's data directory.
+func (s *Server) data() string { return filepath.Join(s.dir, "data") }
+
+// run starts postgres on the cluster and waits until it answers.
+func (s *Server) run(ctx context.Context) error {
+	sync := "off"
+	if s.opts.Durable {
+		sync = "on"
+	}
+	s.cmd = s.acct.command(s.bin, "postgres", "-D", s.data(), "-k", s.dir, "-c", "listen_addresses=",
+		"-c", "fsync=off", "-c", "synchronous_commit="+sync, "-c", "full_page_writes=off",
+		"-c", "max_connections=300", "-c", "shared_buffers=32MB", "-c", "log_min_messages=warning",
+		"-c", "deadlock_timeout=100ms")
+	s.log.Reset()
+	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	s.done = make(chan error, 1)
+	if err := s.cmd.Start(); err != nil {
+		return fmt.Errorf("pgserver: start postgres: %w", err)
+	}
+	go func() { s.done <- s.cmd.Wait() }()
+	if err := s.waitReady(ctx); err != nil {
+		s.halt(interrupt)
+		return err
+	}
+	return nil
 }
 
 // maxTempRoot bounds the length of the directory the server's directory
@@ -172,7 +215,7 @@ func tempRoot(acct account) string {
 
 // waitReady polls the socket until the server answers, it exits, or
 // readyTimeout passes.
-func (s *server) waitReady(ctx context.Context) error {
+func (s *Server) waitReady(ctx context.Context) error {
 	deadline := time.Now().Add(readyTimeout)
 	for {
 		conn, err := pgx.Connect(ctx, s.url)
@@ -183,32 +226,48 @@ func (s *server) waitReady(ctx context.Context) error {
 		select {
 		case werr := <-s.done:
 			s.done <- werr
-			return fmt.Errorf("pgtest: postgres exited at start (%v): %s", werr, lastLines(s.log.Bytes(), 5))
+			return fmt.Errorf("pgserver: postgres exited at start (%v): %s", werr, lastLines(s.log.Bytes(), 5))
 		case <-time.After(5 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("pgtest: postgres did not answer within %s: %v", readyTimeout, err)
+			return fmt.Errorf("pgserver: postgres did not answer within %s: %v", readyTimeout, err)
 		}
 	}
 }
 
-// stop shuts the server down (fast: connections are ended) and removes
+// Stop shuts the server down (fast: connections are ended) and removes
 // its directory.
-func (s *server) stop() error {
+func (s *Server) Stop() error {
 	defer os.RemoveAll(s.dir)
+	return s.halt(interrupt)
+}
+
+// StopImmediate stops the server as a crash would (pg_ctl stop -m
+// immediate: SIGQUIT, no checkpoint; the next start recovers from the
+// WAL), keeping its directory for Restart.
+func (s *Server) StopImmediate() error { return s.halt(immediate) }
+
+// Restart starts the stopped server again on the same directory and URL.
+func (s *Server) Restart(ctx context.Context) error { return s.run(ctx) }
+
+// halt sends postgres sig and waits for it to exit (killing it after
+// 30 s).
+func (s *Server) halt(sig os.Signal) error {
 	select {
 	case err := <-s.done: // exited already
+		s.done <- err
 		return fmt.Errorf("postgres had exited: %v: %s", err, lastLines(s.log.Bytes(), 5))
 	default:
 	}
-	_ = s.cmd.Process.Signal(interrupt) // fast shutdown
+	_ = s.cmd.Process.Signal(sig)
 	select {
-	case <-s.done:
+	case err := <-s.done:
+		s.done <- err
 		return nil
 	case <-time.After(30 * time.Second):
 		_ = s.cmd.Process.Kill()
-		<-s.done
-		return errors.New("postgres did not stop within 30s of SIGINT: killed")
+		s.done <- <-s.done
+		return errors.New("postgres did not stop within 30s: killed")
 	}
 }
 

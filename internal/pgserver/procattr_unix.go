@@ -1,14 +1,18 @@
 //go:build unix
 
-package pgtest
+package pgserver
 
 import (
 	"os"
 	"syscall"
 )
 
-// interrupt asks postgres for a fast shutdown.
-var interrupt os.Signal = syscall.SIGINT
+// interrupt asks postgres for a fast shutdown, immediate for an
+// immediate one (as a crash: recovery at the next start).
+var (
+	interrupt os.Signal = syscall.SIGINT
+	immediate os.Signal = syscall.SIGQUIT
+)
 
 // procAttr runs a server's command as a (as the unprivileged account when
 // the tests run as root), and, where the system can, ends the server when
