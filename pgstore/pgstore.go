@@ -43,6 +43,10 @@ type Options struct {
 	Key []byte
 	// MaxConns bounds the connection pool; 0 means pgxpool's default.
 	MaxConns int32
+	// MustExist refuses to create the schema: the database must hold a
+	// pacer database already, else Open fails with ErrNoDatabase. Every
+	// command but serve sets it.
+	MustExist bool
 }
 
 // Store is pacer's PostgreSQL store. It is safe for concurrent use.
@@ -60,8 +64,9 @@ type Store struct {
 // and any pending migrations (under an advisory lock: processes opening at
 // once are safe) and returns the store. It fails when the schema is newer
 // than this binary knows (*SchemaTooNewError), for another application's
-// database (*NotPacerError), when opts.Key is not 32 bytes, or when the
-// key does not open the stored credentials.
+// database (*NotPacerError), for an empty one with opts.MustExist
+// (ErrNoDatabase), when opts.Key is not 32 bytes, or when the key does not
+// open the stored credentials.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	aead, err := stored.NewAEAD(opts.Key)
 	if err != nil {
@@ -79,7 +84,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	s := &Store{pool: pool, aead: aead}
-	if err := migrate(ctx, pool); err != nil {
+	if err := migrate(ctx, pool, !opts.MustExist); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open database: %w", err)
 	}
