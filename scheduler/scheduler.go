@@ -23,6 +23,13 @@ type Config struct {
 	// Logger receives the scheduler's own logs (leases recovered at start)
 	// and is the loops' logger where their config names none; nil discards.
 	Logger *slog.Logger
+	// Shared says that other processes use the store at the same time
+	// (PostgreSQL, design §10): a lease left running may be a live
+	// process's, so neither Recover nor Run ever takes every lease. The
+	// leases of a process that died are recovered per node; expired ones
+	// by the engine's loop, as always. False (SQLite) means the caller
+	// holds the database's process lock.
+	Shared bool
 }
 
 // Scheduler is the scheduler's parts over one store, linked: the Service
@@ -41,8 +48,9 @@ type Scheduler struct {
 	// Service.Changes waits on it. Close it when the HTTP server shuts down.
 	Changes *Notifier
 
-	clock clock.Clock
-	log   *slog.Logger
+	clock  clock.Clock
+	log    *slog.Logger
+	shared bool
 }
 
 // maxRecoverRetry bounds the wait between two failed recoveries in Run.
@@ -76,14 +84,18 @@ func New(store Store, clk clock.Clock, cfg Config) (*Scheduler, error) {
 	changes := NewNotifier()
 	store.OnCommit(changes.Notify)
 	svc := &Service{store: store, clock: clk, policy: cfg.Policy, wake: engine.Wake, wakeFor: engine.WakeFor, changes: changes, enqueues: newEnqueueGroup(store)}
-	return &Scheduler{Service: svc, Engine: engine, Pruner: pruner, Changes: changes, clock: clk, log: cfg.Logger}, nil
+	return &Scheduler{Service: svc, Engine: engine, Pruner: pruner, Changes: changes, clock: clk, log: cfg.Logger, shared: cfg.Shared}, nil
 }
 
 // Recover returns every lease left by an earlier process to the queue
 // (Engine.Recover) and logs how many there were. The caller holds the
 // database's process lock. Run recovers too; a caller that must not serve
-// before the recovery (the HTTP API) calls Recover first.
+// before the recovery (the HTTP API) calls Recover first. On a Shared
+// store it does nothing: the leases may be other processes'.
 func (s *Scheduler) Recover(ctx context.Context) error {
+	if s.shared {
+		return nil
+	}
 	n, err := s.Engine.Recover(ctx)
 	if err != nil {
 		return fmt.Errorf("recover leases: %w", err)
@@ -95,7 +107,8 @@ func (s *Scheduler) Recover(ctx context.Context) error {
 }
 
 // Run recovers the leases of an earlier process (a failed recovery is
-// logged and tried again, with a growing wait), then runs the engine and
+// logged and tried again, with a growing wait; never on a Shared store:
+// see Recover), then runs the engine and
 // the pruner until ctx ends; each loop backs off on its errors and never
 // gives up. It returns once every loop has stopped (the engine after its
 // shutdown grace).
