@@ -242,6 +242,16 @@ func TestPostgresKeyRequired(t *testing.T) {
 	out, code = runBinaryIn(t, dir, []string{"PACER_SECRET_KEY=" + otherKey()}, "users", "list", "--db", db)
 	wantRefused(t, "users list with another key", out, code, 1, "does not open the stored credentials")
 
+	// Before any scope exists, the first process's key is the database's.
+	fresh := pgtest.URL(t)
+	s, err := pgstore.Open(context.Background(), fresh, pgstore.Options{Key: pacertest.Key()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	out, code = runBinaryIn(t, dir, nil, "serve", "--db", fresh, "--listen", addr, "--secret-key-file", wrong)
+	wantRefused(t, "serve with another key on a database without scopes", out, code, 1, "does not open the stored credentials")
+
 	right := filepath.Join(dir, "right.key")
 	if err := os.WriteFile(right, []byte(pgKey()+"\n"), 0o600); err != nil {
 		t.Fatal(err)

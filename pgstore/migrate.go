@@ -25,7 +25,8 @@ func migrations() []string {
 		// 2: staff accounts of the support page and their sessions, as on
 		// SQLite (db/schema.sql and its migrations), shared by every
 		// process: a sign-in on one process is a session on all, and the
-		// failed sign-ins that lock an account count across all.
+		// failed sign-ins that lock an account count across all; and the
+		// key check (verifyKey).
 		usersAndSessions,
 	}
 }
@@ -56,6 +57,14 @@ CREATE TABLE sessions (
 
 CREATE INDEX sessions_user ON sessions (user_id);
 CREATE INDEX sessions_expires ON sessions (expires_at);
+
+-- key_check: a value sealed with the credentials key by the first process
+-- that opened the database; every process opening it must open it, so
+-- that all use the same key even before any scope stores credentials.
+CREATE TABLE key_check (
+    id     INTEGER PRIMARY KEY CHECK (id = 1),
+    sealed BYTEA   NOT NULL
+);
 `
 
 // SchemaVersion is the schema version this binary writes and expects.
