@@ -76,16 +76,19 @@ type Main struct {
 	// Config is what to run; set it before Open.
 	Config ServeConfig
 
-	dbPath  string
-	store   serviceStore
-	shared  bool // the store is PostgreSQL's, shared with other processes
-	sched   *scheduler.Scheduler
-	ckpt    *checkpointer // SQLite's WAL checkpoints; nil on PostgreSQL
-	ln      net.Listener
-	srv     *http.Server
-	demo    *demoRun
-	closers []func() // what Open acquired, released by Close last first
-	closed  sync.Once
+	dbPath string
+	store  serviceStore
+	shared bool // the store is PostgreSQL's, shared with other processes
+	// throttle counts failed sign-ins in the database other processes
+	// share; nil (SQLite) means the API's own, in memory.
+	throttle httpapi.SignInThrottle
+	sched    *scheduler.Scheduler
+	ckpt     *checkpointer // SQLite's WAL checkpoints; nil on PostgreSQL
+	ln       net.Listener
+	srv      *http.Server
+	demo     *demoRun
+	closers  []func() // what Open acquired, released by Close last first
+	closed   sync.Once
 }
 
 // NewMain returns a Main that runs cfg.
@@ -173,7 +176,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 	api, err := httpapi.New(httpapi.Config{Service: m.sched.Service, Token: cfg.Token, Logger: logger,
 		Ready: readiness(m.store, m.sched.Engine, clk.Now), Metrics: meter.Handler(),
-		Users: m.store}) // staff accounts of the support page (/ui): pacer users add
+		Users: m.store, Throttle: m.throttle}) // staff accounts of the support page (/ui): pacer users add
 	if err != nil {
 		return cli.Exit(err.Error(), 1)
 	}
@@ -308,14 +311,16 @@ func (m *Main) openSQLite(ctx context.Context) error {
 // file lock (other processes share it) and no key file (the key is
 // required, exit 2 without one); the store migrates the schema under an
 // advisory lock and refuses a key that does not open the stored
-// credentials (exit 1). No checkpointer: PostgreSQL checkpoints itself.
+// credentials (exit 1). The sign-in throttle is the database's, so its
+// limits hold across processes. No checkpointer: PostgreSQL checkpoints
+// itself.
 func (m *Main) openPostgres(ctx context.Context) error {
 	cfg := &m.Config
 	store, err := openPostgres(ctx, m.dbPath, cfg.SecretKey, cfg.KeyFile, false)
 	if err != nil {
 		return err
 	}
-	m.store, m.shared = store, true
+	m.store, m.shared, m.throttle = store, true, store
 	m.onClose(func() { store.Close() })
 	if err := store.Writable(ctx, cfg.Clock.Now()); err != nil {
 		return cli.Exit(fmt.Sprintf("database %s does not accept writes: %s", pgstore.Redact(m.dbPath), errLine(err)), 1)

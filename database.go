@@ -46,6 +46,8 @@ var (
 	_ serviceStore = (*pgstore.Store)(nil)
 	_ staffStore   = (*db.DB)(nil)
 	_ staffStore   = (*pgstore.Store)(nil)
+	// On PostgreSQL the sign-in throttle is shared too.
+	_ httpapi.SignInThrottle = (*pgstore.Store)(nil)
 )
 
 // dbName is how logs and messages name the database of --db: a SQLite

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"pacer/httpapi"
 	"pacer/internal/pacertest"
 	"pacer/internal/pgtest"
 	"pacer/pgstore"
@@ -87,7 +88,8 @@ func wantRefused(t *testing.T, what, out string, code, wantCode int, msgs ...str
 // Two `pacer serve` on one PostgreSQL database with the same key both
 // answer; operations enqueued through either are sent once each, by
 // whichever process claims them, and both see every result; a staff
-// sign-in on one is a session on the other.
+// sign-in on one is a session on the other, and failed sign-ins on one
+// count on the other.
 func TestPostgresTwoServesOneDatabase(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -140,6 +142,23 @@ func TestPostgresTwoServesOneDatabase(t *testing.T) {
 	}
 	if resp.StatusCode != http.StatusSeeOther || session == nil {
 		t.Fatalf("sign in on %s: %d, cookies %v", a.base, resp.StatusCode, resp.Cookies())
+	}
+	// Failed sign-ins count across processes: after the limit on one,
+	// the other refuses the name at once (429), without checking it.
+	for i := range httpapi.SignInFailuresPerUser + 1 {
+		p := []*pacerProc{a, b}[i/httpapi.SignInFailuresPerUser]
+		resp, err := noRedirect.PostForm(p.base+"/ui/signin", url.Values{"name": {"mallory"}, "password": {"not the password"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		want := http.StatusUnauthorized
+		if i == httpapi.SignInFailuresPerUser {
+			want = http.StatusTooManyRequests
+		}
+		if resp.StatusCode != want {
+			t.Fatalf("failed sign-in %d (on %s): %d, want %d", i+1, p.base, resp.StatusCode, want)
+		}
 	}
 	for _, withCookie := range []bool{false, true} {
 		req, _ := http.NewRequest("GET", b.base+"/ui/", nil)

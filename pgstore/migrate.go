@@ -25,8 +25,9 @@ func migrations() []string {
 		// 2: staff accounts of the support page and their sessions, as on
 		// SQLite (db/schema.sql and its migrations), shared by every
 		// process: a sign-in on one process is a session on all, and the
-		// failed sign-ins that lock an account count across all; and the
-		// key check (verifyKey).
+		// failed sign-ins that lock an account and those the sign-in
+		// throttle counts (throttle.go) count across all; and the key
+		// check (verifyKey).
 		usersAndSessions,
 	}
 }
@@ -57,6 +58,19 @@ CREATE TABLE sessions (
 
 CREATE INDEX sessions_user ON sessions (user_id);
 CREATE INDEX sessions_expires ON sessions (expires_at);
+
+-- signin_failures: failed sign-ins (reserved before the password is
+-- checked) per throttle key ("user:NAME", "client:ADDR"), the sign-in
+-- throttle of every process (httpapi.SignInThrottle); rows older than the
+-- window are dropped as sign-ins come.
+CREATE TABLE signin_failures (
+    id  BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    key TEXT   NOT NULL,
+    at  BIGINT NOT NULL
+);
+
+CREATE INDEX signin_failures_key ON signin_failures (key, at);
+CREATE INDEX signin_failures_at ON signin_failures (at);
 
 -- key_check: a value sealed with the credentials key by the first process
 -- that opened the database; every process opening it must open it, so

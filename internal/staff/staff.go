@@ -136,3 +136,11 @@ func Unknown(password string) bool {
 	_ = bcrypt.CompareHashAndPassword([]byte(timingHash), []byte(password[:min(len(password), MaxPasswordBytes)]))
 	return false
 }
+
+// ThrottleKey is a key of the sign-in throttle (httpapi.SignInThrottle),
+// such as "user:NAME" or "client:ADDR", with its limit: the failed
+// sign-ins within the window that block it.
+type ThrottleKey struct {
+	Name  string
+	Limit int
+}
