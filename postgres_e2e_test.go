@@ -221,6 +221,41 @@ func TestPostgresStartDoesNotTakeLiveLeases(t *testing.T) {
 	}
 }
 
+// A serve killed with SIGKILL while a request is in flight: the other
+// serve leaves the lease alone while it lasts (it may be a live
+// process's) and recovers it once it expired, so the operation (a
+// mutation the provider deduplicates by its key) is sent again with the
+// same key and succeeds. (Recovery as soon as the dead process's connection
+// drops is the nodes' work.)
+func TestPostgresKilledServesLeaseRecoveredAfterExpiry(t *testing.T) {
+	t.Parallel()
+	prov := newEffectLog()
+	provider := httptest.NewServer(prov)
+	defer provider.Close()
+	defer close(prov.hang)
+	db := pgtest.URL(t)
+	a := startPacerBinary(t, db, freeAddr(t), "--secret-key", pgKey(), "--request-timeout", "2s", "--lease", "7s")
+	b := startPacerBinary(t, db, freeAddr(t), "--secret-key", pgKey())
+	putScope(t, a, "s", provider.URL, "Idempotency-Key") // so the resend does not hang
+	enqueue(t, a, map[string]any{"operationId": "orphan", "providerScope": "s", "requestIdentity": "intent-7",
+		"request": map[string]any{"method": "POST", "path": "/hang/orphan", "body": map[string]any{"n": 7}}})
+	prov.waitArrivals(t, 1)
+	killed := time.Now()
+	a.kill9(t)
+	b.waitReady(t)
+	if _, op := b.call(t, "GET", "/v1/operations/orphan", nil); op["state"] != "running" {
+		t.Fatalf("right after the kill: state %v, want running (the lease has not expired)", op["state"])
+	}
+	b.waitState(t, "orphan", "succeeded")
+	if took := time.Since(killed); took > 15*time.Second {
+		t.Errorf("recovered %s after the kill, want within the 7 s lease and a few seconds", took)
+	}
+	sends := prov.snapshot()
+	if len(sends) != 2 || sends[1].Key != "intent-7" {
+		t.Errorf("sends = %+v, want 2 with the same key: the one cut off and the resend", sends)
+	}
+}
+
 // On PostgreSQL the credentials key is required (no key file is made),
 // given as PACER_SECRET_KEY or --secret-key-file, and a process whose key
 // does not open the stored credentials refuses to start.
