@@ -415,6 +415,12 @@ func TestPostgresCheckBackupUsers(t *testing.T) {
 		t.Errorf("check printed the password: %q", out)
 	}
 
+	out, code = runBinaryIn(t, dir, nil, "serve", "--db", unreachable, "--secret-key", pgKey(), "--listen", freeAddr(t))
+	wantRefused(t, "serve on a server that does not answer", out, code, 1, "127.0.0.1")
+	if strings.Contains(out, "s3cret-pw") {
+		t.Errorf("serve printed the password: %q", out)
+	}
+
 	out, code = runBinaryIn(t, dir, nil, "backup", "--db", unreachable, "--to", filepath.Join(dir, "copy.db"))
 	wantRefused(t, "backup on PostgreSQL", out, code, 2, "pg_dump")
 	if strings.Contains(out, "s3cret-pw") {
