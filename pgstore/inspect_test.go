@@ -9,7 +9,6 @@ import (
 	"pacer/internal/pacertest"
 	"pacer/internal/pgtest"
 	"pacer/pgstore"
-	"pacer/scheduler/storetest"
 )
 
 // pacer check on PostgreSQL: the current schema passes; an empty
@@ -83,56 +82,3 @@ func TestOpenMustExist(t *testing.T) {
 	s.Close()
 }
 
-// A store answers Ping and accepts writes; a server that turned read-only
-// (a standby) is not Writable.
-func TestPingWritable(t *testing.T) {
-	ctx := context.Background()
-	url := pgtest.URLFrom(t, migrated)
-	s := openStoreAt(t, url)
-	if err := s.Ping(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Writable(ctx, storetest.T0); err != nil {
-		t.Fatal(err)
-	}
-	var db string
-	if err := s.Pool().QueryRow(ctx, `SELECT current_database()`).Scan(&db); err != nil {
-		t.Fatal(err)
-	}
-	exec(t, url, `ALTER DATABASE "`+db+`" SET default_transaction_read_only = on`)
-	ro := openStoreAt(t, url) // new sessions read the setting
-	if err := ro.Writable(ctx, storetest.T0); err == nil {
-		t.Fatal("Writable on a read-only database")
-	}
-}
-
-func TestIsURLAndRedact(t *testing.T) {
-	for in, want := range map[string]bool{
-		"postgres://h/db": true, "postgresql://u@h/db": true, "POSTGRES://h/db": true,
-		"./pacer.db": false, "/var/lib/pacer/pacer.db": false, "postgres.db": false, "file:postgres://x": false,
-	} {
-		if got := pgstore.IsURL(in); got != want {
-			t.Errorf("IsURL(%q) = %v, want %v", in, got, want)
-		}
-	}
-	if got := pgstore.Redact("postgres://pacer:s3cret@db.internal:5432/pacer?sslmode=require"); strings.Contains(got, "s3cret") || !strings.Contains(got, "db.internal") {
-		t.Errorf("Redact = %q", got)
-	}
-}
-
-// The first process to open a database fixes its credentials key: a
-// process with another key is refused even before any scope stores
-// credentials (design §10: the same key everywhere).
-func TestOpenRefusesAnotherKeyOnAnEmptyDatabase(t *testing.T) {
-	ctx := context.Background()
-	url := pgtest.URL(t)
-	s := openStoreAt(t, url)
-	if scopes, err := s.ListScopes(ctx); err != nil || len(scopes) != 0 {
-		t.Fatalf("scopes = %v, %v; want none", scopes, err)
-	}
-	other := []byte("fedcba9876543210fedcba9876543210")
-	if _, err := pgstore.Open(ctx, url, pgstore.Options{Key: other}); err == nil || !strings.Contains(err.Error(), "does not open") {
-		t.Fatalf("open with another key: %v, want refused", err)
-	}
-	openStoreAt(t, url) // the first key still opens it
-}
