@@ -30,4 +30,3 @@ func TestPingWritable(t *testing.T) {
 		t.Fatal("Writable on a read-only database")
 	}
 }
-

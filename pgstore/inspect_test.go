@@ -81,4 +81,3 @@ func TestOpenMustExist(t *testing.T) {
 	}
 	s.Close()
 }
-
