@@ -273,7 +273,7 @@ func TestPostgresKeyRequired(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("the refused commands left %v in their directory", entries)
 	}
-	if _, err := pgstore.Check(context.Background(), db); err == nil || !strings.Contains(err.Error(), "no pacer database") {
+	if _, err := pgstore.Check(context.Background(), db); err == nil || !strings.Contains(err.Error(), "no pacer schema") {
 		t.Errorf("after the refused commands: %v, want the database untouched", err)
 	}
 
@@ -365,9 +365,9 @@ func TestPostgresCheckBackupUsers(t *testing.T) {
 
 	empty := pgtest.URL(t)
 	out, code := runBinaryIn(t, dir, nil, "check", "--db", empty)
-	wantRefused(t, "check of an empty database", out, code, 1, "no pacer database", "only pacer serve creates")
+	wantRefused(t, "check of an empty database", out, code, 1, "no pacer schema", "only pacer serve creates")
 	out, code = runBinaryIn(t, dir, keyEnv, "users", "list", "--db", empty)
-	wantRefused(t, "users list on an empty database", out, code, 1, "no pacer database", "only pacer serve creates")
+	wantRefused(t, "users list on an empty database", out, code, 1, "no pacer schema", "only pacer serve creates")
 
 	db := pgtest.URL(t)
 	s, err := pgstore.Open(ctx, db, pgstore.Options{Key: pacertest.Key()}) // as serve would

@@ -36,7 +36,7 @@ func Check(ctx context.Context, url string) (version int, err error) {
 	}
 	switch known := SchemaVersion(); {
 	case version == 0:
-		return 0, fmt.Errorf("the database holds no pacer database yet: %w", ErrNoDatabase)
+		return 0, fmt.Errorf("it has no pacer schema yet: %w", ErrNoDatabase)
 	case version > known:
 		return version, &SchemaTooNewError{Found: version, Known: known}
 	case version < known:

@@ -143,7 +143,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, create bool) error {
 	case version == len(steps):
 		return nil
 	case version == 0 && !create:
-		return fmt.Errorf("the database holds no pacer database yet: %w", ErrNoDatabase)
+		return fmt.Errorf("it has no pacer schema yet: %w", ErrNoDatabase)
 	}
 	for v := version; v < len(steps); v++ {
 		if _, err := tx.Exec(ctx, steps[v]); err != nil {
