@@ -167,11 +167,10 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if sc.Logger == nil {
 		sc.Logger = logger
 	}
-	sc.Shared = m.shared // no start-up recovery of every lease: other processes hold some
 	if m.sched, err = scheduler.New(m.store, clk, sc); err != nil {
 		return cli.Exit(err.Error(), 2)
 	}
-	if err := m.sched.Recover(ctx); err != nil { // before the API shows their operations (never on PostgreSQL: see Shared)
+	if err := m.sched.Recover(ctx); err != nil { // before the API shows their operations (on PostgreSQL only dead nodes')
 		return cli.Exit(err.Error(), 1)
 	}
 	api, err := httpapi.New(httpapi.Config{Service: m.sched.Service, Token: cfg.Token, Logger: logger,
@@ -213,7 +212,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 // that is what ended it. Call Close afterwards.
 func (m *Main) Run(ctx context.Context) error {
 	logger := m.Config.Logger
-	logger.Info("pacer serving", "listen", m.Addr(), "db", dbName(m.dbPath), "version", version, "auth", m.Config.Token != "", "shared", m.shared)
+	logger.Info("pacer serving", "listen", m.Addr(), "db", dbName(m.dbPath), "version", version, "auth", m.Config.Token != "", "postgres", pgstore.IsURL(m.dbPath))
 	loopsCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopLoops()
 	var loops sync.WaitGroup
@@ -310,17 +309,20 @@ func (m *Main) openSQLite(ctx context.Context) error {
 // openPostgres opens the PostgreSQL database for serve (design §10): no
 // file lock (other processes share it) and no key file (the key is
 // required, exit 2 without one); the store migrates the schema under an
-// advisory lock and refuses a key that does not open the stored
-// credentials (exit 1). The sign-in throttle is the database's, so its
+// advisory lock, refuses a key that does not open the stored credentials
+// (exit 1) and registers this process as a node, whose requests last at
+// most the engine's request timeout. Start-up recovery (Scheduler.Recover)
+// then takes only the leases of nodes known dead, never a live one's. The sign-in throttle is the database's, so its
 // limits hold across processes. No checkpointer: PostgreSQL checkpoints
 // itself.
 func (m *Main) openPostgres(ctx context.Context) error {
 	cfg := &m.Config
-	store, err := openPostgres(ctx, m.dbPath, cfg.SecretKey, cfg.KeyFile, false)
+	store, err := openPostgres(ctx, m.dbPath, cfg.SecretKey, cfg.KeyFile,
+		pgstore.Options{Clock: cfg.Clock, RequestTimeout: cfg.Scheduler.Engine.RequestTimeout})
 	if err != nil {
 		return err
 	}
-	m.store, m.shared, m.throttle = store, true, store
+	m.store, m.throttle = store, store
 	m.onClose(func() { store.Close() })
 	if err := store.Writable(ctx, cfg.Clock.Now()); err != nil {
 		return cli.Exit(fmt.Sprintf("database %s does not accept writes: %s", pgstore.Redact(m.dbPath), errLine(err)), 1)

@@ -77,18 +77,20 @@ func sharedKey(secret, keyFile string) ([]byte, error) {
 	return nil, errKeyRequired
 }
 
-// openPostgres opens the PostgreSQL store at url for serve (migrating it,
-// under pgstore's advisory lock) or, with mustExist, for another command
-// (refusing a database without pacer's schema). Its errors are
-// cli.ExitCoder errors of one line: 2 for a missing or unreadable key, 1
-// when the database cannot be opened, has a schema this binary cannot
-// run, or its stored credentials do not open with the key.
-func openPostgres(ctx context.Context, url, secret, keyFile string, mustExist bool) (*pgstore.Store, error) {
+// openPostgres opens the PostgreSQL store at url with opts and the key of
+// secret or keyFile (sharedKey): for serve (migrating it, under pgstore's
+// advisory lock) or, with opts.MustExist, for another command (refusing a
+// database without pacer's schema). Its errors are cli.ExitCoder errors
+// of one line: 2 for a missing or unreadable key, 1 when the database
+// cannot be opened, has a schema this binary cannot run, or its stored
+// credentials do not open with the key.
+func openPostgres(ctx context.Context, url, secret, keyFile string, opts pgstore.Options) (*pgstore.Store, error) {
 	key, err := sharedKey(secret, keyFile)
 	if err != nil {
 		return nil, cli.Exit(errLine(err), 2)
 	}
-	store, err := pgstore.Open(ctx, url, pgstore.Options{Key: key, MustExist: mustExist})
+	opts.Key = key
+	store, err := pgstore.Open(ctx, url, opts)
 	if err != nil {
 		return nil, cli.Exit(fmt.Sprintf("%s: %s", pgstore.Redact(url), errLine(err)), 1)
 	}

@@ -222,11 +222,11 @@ func TestPostgresStartDoesNotTakeLiveLeases(t *testing.T) {
 }
 
 // A serve killed with SIGKILL while a request is in flight: the other
-// serve leaves the lease alone while it lasts (it may be a live
-// process's) and recovers it once it expired, so the operation (a
-// mutation the provider deduplicates by its key) is sent again with the
-// same key and succeeds. (Recovery as soon as the dead process's connection
-// drops is the nodes' work.)
+// serve, started just before (its session younger than its request
+// timeout plus the lease margin, so the lock's evidence is not enough
+// yet), leaves the lease alone at first and recovers it at the latest
+// once it expired, so the operation (a mutation the provider deduplicates
+// by its key) is sent again with the same key and succeeds.
 func TestPostgresKilledServesLeaseRecoveredAfterExpiry(t *testing.T) {
 	t.Parallel()
 	prov := newEffectLog()

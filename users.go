@@ -85,7 +85,7 @@ func usersCommand() *cli.Command {
 func openUsersDB(c *cli.Context) (staffStore, error) {
 	path := c.String("db")
 	if pgstore.IsURL(path) {
-		return openPostgres(c.Context, path, c.String("secret-key"), c.String("secret-key-file"), true)
+		return openPostgres(c.Context, path, c.String("secret-key"), c.String("secret-key-file"), pgstore.Options{MustExist: true})
 	}
 	return openSQLiteForCommand(c, path)
 }

@@ -1,7 +1,6 @@
 package db
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -17,22 +16,10 @@ import (
 // eligibleBudget is one budget of a scope whose requests may leave now,
 // with what its scope and the budget allow.
 type eligibleBudget struct {
-	scopeID  int64
-	resource string
-	free     int   // the scope's concurrency slots left
-	slotMS   int64 // even spacing of the scope's configured rate; 0 without one
-	// nextSlotAt is the scope's configured rate slot.
-	nextSlotAt int64
-	// budgetSlotAt is the budget's pacing slot.
-	budgetSlotAt int64
-	// budget is the learned budget left above the reserve until resetAt;
-	// meaningful only when hasBudget.
-	hasBudget bool
-	budget    int64
-	resetAt   int64
-	// pacedMS is the spacing that spreads the budget over the time left
-	// to its reset (budgetPacing); 0 when the budget covers the work due.
-	pacedMS int64
+	scheduler.AdmissionBudget
+	// resetAt is when the learned budget resets; meaningful only when
+	// HasBudget.
+	resetAt int64
 	// readyAt is the budget's ready time (readyAt) as the claim read it.
 	readyAt int64
 }
@@ -205,78 +192,37 @@ func synchronous(ctx context.Context, tx *sql.Tx) (int, error) {
 
 func (db *DB) claimDue(ctx context.Context, tx *sql.Tx, p scheduler.ClaimParams) ([]scheduler.Claim, error) {
 	now := millis(p.Now)
-	budgets, err := findEligibleBudgets(ctx, tx, now, p.Limit)
+	eligible, err := findEligibleBudgets(ctx, tx, now, p.Limit)
 	if err != nil {
 		return nil, err
 	}
 	// Each budget's oldest due operations, as many as it may take; then
-	// each scope's, merged oldest first across its budgets, as many as the
-	// scope may take.
-	var (
-		order  []int64 // scopes, in admission order
-		queues = map[int64][]dueOperation{}
-		free   = map[int64]int{}
-	)
-	for i := range budgets {
-		b := &budgets[i]
-		n := min(b.free, p.Limit)
-		if b.hasBudget {
-			n = min(n, int(min(b.budget, int64(p.Limit))))
-			if b.pacedMS, err = budgetPacing(ctx, tx, b, now); err != nil {
+	// scheduler.Admit's choice among them.
+	budgets := make([]scheduler.AdmissionBudget, len(eligible))
+	var due []scheduler.DueOperation
+	for i := range eligible {
+		b := &eligible[i]
+		if b.HasBudget {
+			if b.PacedMS, err = budgetPacing(ctx, tx, b, now); err != nil {
 				return nil, err
 			}
 		}
-		if b.slotMS > 0 || b.pacedMS > 0 {
-			n = 1
-		}
-		due, err := findDueOperations(ctx, tx, b.scopeID, b.resource, b.readyAt, now, n)
+		budgets[i] = b.AdmissionBudget
+		ds, err := findDueOperations(ctx, tx, b.Scope, b.Resource, b.readyAt, now, b.Take(p.Limit))
 		if err != nil {
 			return nil, err
 		}
-		for j := range due {
-			due[j].budget = i
+		for j := range ds {
+			ds[j].Budget = i
 		}
-		if _, seen := queues[b.scopeID]; !seen {
-			order = append(order, b.scopeID)
-			free[b.scopeID] = b.free
-			if b.slotMS > 0 {
-				free[b.scopeID] = 1
-			}
-		}
-		queues[b.scopeID] = append(queues[b.scopeID], due...)
+		due = append(due, ds...)
 	}
-	for _, id := range order {
-		q := queues[id]
-		slices.SortStableFunc(q, func(a, b dueOperation) int {
-			if c := cmp.Compare(a.nextAttemptAt, b.nextAttemptAt); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.id, b.id)
-		})
-		queues[id] = q[:min(len(q), free[id])]
-	}
-	// Round robin: one per scope per round, until Limit.
-	var picked []dueOperation
-	for round := 0; len(picked) < p.Limit; round++ {
-		took := false
-		for _, id := range order {
-			if q := queues[id]; round < len(q) && len(picked) < p.Limit {
-				picked = append(picked, q[round])
-				took = true
-			}
-		}
-		if !took {
-			break
-		}
-	}
-
+	picked := scheduler.Admit(budgets, due, p.Limit)
 	rowIDs := make([]int64, len(picked))
-	eligible := make(map[int64]int64, len(picked))
-	taken := make([]int64, len(budgets))
+	eligibleAt := make(map[int64]int64, len(picked))
 	for i, d := range picked {
-		rowIDs[i] = d.id
-		eligible[d.id] = d.eligible
-		taken[d.budget]++
+		rowIDs[i] = d.ID
+		eligibleAt[d.ID] = d.Eligible
 	}
 	ops, err := claimOperations(ctx, tx, rowIDs, now, millis(p.Now.Add(p.LeaseFor)))
 	if err != nil {
@@ -285,33 +231,18 @@ func (db *DB) claimDue(ctx context.Context, tx *sql.Tx, p scheduler.ClaimParams)
 	for i, r := range ops {
 		// What the operation waited for, its own time or its scope's:
 		// dispatch lateness counts from there.
-		ops[i].NextAttemptAt = fromMillis(eligible[r.id])
+		ops[i].NextAttemptAt = fromMillis(eligibleAt[r.id])
 	}
-	slotTaken := map[int64]bool{}
-	for i, b := range budgets {
-		k := taken[i]
-		if k == 0 {
-			continue
+	slots, spent := scheduler.Admitted(budgets, picked, now)
+	for _, s := range slots {
+		if _, err := tx.ExecContext(ctx, `UPDATE scopes SET next_slot_at = ? WHERE id = ?`, s.NextSlotAt, s.Scope); err != nil {
+			return nil, err
 		}
-		if b.slotMS > 0 && !slotTaken[b.scopeID] {
-			slotTaken[b.scopeID] = true
-			next := max(b.nextSlotAt, now) + b.slotMS
-			if _, err := tx.ExecContext(ctx, `UPDATE scopes SET next_slot_at = ? WHERE id = ?`, next, b.scopeID); err != nil {
-				return nil, err
-			}
-		}
-		if b.hasBudget {
-			// Count the requests now in flight against the learned budget
-			// until the provider's next answer says otherwise, and pace
-			// the rest of it.
-			next := b.budgetSlotAt
-			if b.pacedMS > 0 {
-				next = max(b.budgetSlotAt, now) + b.pacedMS
-			}
-			if _, err := tx.ExecContext(ctx, `UPDATE scope_budgets SET remaining = remaining - ?, next_slot_at = ?
-				WHERE scope_id = ? AND resource = ?`, k, next, b.scopeID, b.resource); err != nil {
-				return nil, err
-			}
+	}
+	for _, b := range spent {
+		if _, err := tx.ExecContext(ctx, `UPDATE scope_budgets SET remaining = remaining - ?, next_slot_at = ?
+			WHERE scope_id = ? AND resource = ?`, b.Spent, b.NextSlotAt, b.Scope, b.Resource); err != nil {
+			return nil, err
 		}
 	}
 	return db.withScopes(ctx, tx, ops)
@@ -340,49 +271,34 @@ func findEligibleBudgets(ctx context.Context, tx *sql.Tx, now int64, limit int) 
 			b                                eligibleBudget
 			requests, perMS, budget, resetAt sql.NullInt64
 		)
-		if err := rows.Scan(&b.scopeID, &b.resource, &b.free, &requests, &perMS, &b.nextSlotAt, &b.budgetSlotAt, &budget, &resetAt, &b.readyAt); err != nil {
+		if err := rows.Scan(&b.Scope, &b.Resource, &b.Free, &requests, &perMS, &b.NextSlotAt, &b.BudgetSlotAt, &budget, &resetAt, &b.readyAt); err != nil {
 			return nil, err
 		}
 		if budget.Valid && resetAt.Valid {
-			b.hasBudget, b.budget, b.resetAt = true, budget.Int64, resetAt.Int64
+			b.HasBudget, b.Budget, b.resetAt = true, budget.Int64, resetAt.Int64
 		}
 		if requests.Valid {
-			b.slotMS = (perMS.Int64 + requests.Int64 - 1) / requests.Int64 // ceil: never faster than the rate
-			b.slotMS = max(b.slotMS, 1)
+			b.SlotMS = scheduler.RateSpacingMS(requests.Int64, perMS.Int64)
 		}
 		out = append(out, b)
 	}
 	return out, rows.Err()
 }
 
-// budgetPacing returns the spacing that spreads a learned budget over the
-// time left until its reset, when more work spending it is due before the
-// reset than budget left; 0 when the budget covers the work and it may go
-// at once. The backlog count stops at budget+1 rows.
+// budgetPacing returns the spacing that spreads b's learned budget over
+// the time left until its reset (scheduler.BudgetPacingMS), counting the
+// work due before the reset up to budget+1 rows.
 func budgetPacing(ctx context.Context, tx *sql.Tx, b *eligibleBudget, now int64) (int64, error) {
 	var due int64
 	err := tx.QueryRowContext(ctx, `
 		SELECT COUNT(*) FROM (
 			SELECT 1 FROM operations
 			WHERE scope_id = ? AND resource = ? AND state IN ('scheduled', 'waitingForBudget') AND next_attempt_at <= ?
-			LIMIT ?)`, b.scopeID, b.resource, b.resetAt, b.budget+1).Scan(&due)
+			LIMIT ?)`, b.Scope, b.Resource, b.resetAt, b.Budget+1).Scan(&due)
 	if err != nil {
 		return 0, fmt.Errorf("count work due before the budget reset: %w", err)
 	}
-	if due <= b.budget {
-		return 0, nil
-	}
-	return max((b.resetAt-now)/b.budget, 1), nil
-}
-
-// dueOperation is one due operation a claim may take: its row ID and the
-// time it became eligible (what opNextAttemptAt reports for it: its own
-// time, or its scope's ready time when that was later).
-type dueOperation struct {
-	id            int64
-	nextAttemptAt int64
-	eligible      int64
-	budget        int // index of its budget in the claim's eligible budgets
+	return scheduler.BudgetPacingMS(due, b.Budget, b.resetAt, now), nil
 }
 
 // findDueOperations returns up to n operations due at now that spend a
@@ -393,7 +309,7 @@ type dueOperation struct {
 // for a different scope each time. readyAt is the budget's ready time, read once by
 // findEligibleBudgets: each operation's eligible time is opDueAt with it
 // bound, so the scope and budget rows are not joined per row.
-func findDueOperations(ctx context.Context, tx *sql.Tx, scopeID int64, resource string, readyAt, now int64, n int) ([]dueOperation, error) {
+func findDueOperations(ctx context.Context, tx *sql.Tx, scopeID int64, resource string, readyAt, now int64, n int) ([]scheduler.DueOperation, error) {
 	rows, err := tx.QueryContext(ctx, `
 		SELECT o.id, o.next_attempt_at, `+opDueAtBound+`
 		FROM operations o
@@ -404,10 +320,10 @@ func findDueOperations(ctx context.Context, tx *sql.Tx, scopeID int64, resource 
 		return nil, err
 	}
 	defer rows.Close()
-	var ops []dueOperation
+	var ops []scheduler.DueOperation
 	for rows.Next() {
-		var d dueOperation
-		if err := rows.Scan(&d.id, &d.nextAttemptAt, &d.eligible); err != nil {
+		var d scheduler.DueOperation
+		if err := rows.Scan(&d.ID, &d.NextAttemptAt, &d.Eligible); err != nil {
 			return nil, err
 		}
 		ops = append(ops, d)

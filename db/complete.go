@@ -15,10 +15,11 @@ import (
 //
 // Each is fenced: it applies only while the operation is running with the
 // completion's LeaseToken. An applied completion sets the decided state,
-// next attempt time (NULL unless the state waits for one), hold and failure
-// reasons, last outcome (its attempt's: Outcome at FinishedAt), result; clears the
-// lease expiry; records MaybeApplied on the operation (never unsets it);
-// gives back the attempt's count toward MaxAttempts when Uncounted; finishes the attempt row (class, status, hint, reason,
+// next attempt time (NULL unless the state waits for one), hold and
+// failure reasons, last outcome (its attempt's: Outcome at FinishedAt) and
+// result; clears the lease expiry; records MaybeApplied on the operation
+// (never unsets it); gives back the attempt's count toward MaxAttempts
+// when Uncounted; finishes the attempt row (class, status, hint, reason,
 // bounded detail, decided state and time, decision text); and applies the
 // scope effect: a pause only ever lengthened, a hold, the budget figures
 // replaced. A fenced-out completion changes no operation or scope: only

@@ -1,7 +1,6 @@
 package pgstore
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -17,17 +16,9 @@ import (
 // with what its scope and the budget allow (see the SQLite store's
 // db/claim.go, whose admission this is).
 type eligibleBudget struct {
-	scopeID      int64
-	resource     string
-	free         int   // the scope's concurrency slots left
-	slotMS       int64 // even spacing of the scope's configured rate; 0 without one
-	nextSlotAt   int64 // the scope's configured rate slot
-	budgetSlotAt int64 // the budget's pacing slot
-	hasBudget    bool  // a learned budget left above the reserve until resetAt
-	budget       int64
-	resetAt      int64
-	pacedMS      int64 // spacing that spreads the budget over the time to its reset
-	readyAt      int64 // the budget's ready time as the claim read it
+	scheduler.AdmissionBudget
+	resetAt int64 // when the learned budget resets; meaningful only with HasBudget
+	readyAt int64 // the budget's ready time as the claim read it
 }
 
 // claimScopeSpread is how many more scopes than its limit a claim tries
@@ -115,112 +106,98 @@ func (s *Store) tick(ctx context.Context, cs []scheduler.Completion, p scheduler
 }
 
 func (s *Store) claimDue(ctx context.Context, tx pgx.Tx, p scheduler.ClaimParams) ([]scheduler.Claim, error) {
-	now := millis(p.Now)
+	now, node, ok, err := s.claimGuard(ctx, tx, millis(p.Now))
+	if err != nil || !ok {
+		return nil, err
+	}
+	leaseExpires := now + p.LeaseFor.Milliseconds()
 	locked, err := lockAdmissibleScopes(ctx, tx, now, p.Limit*claimScopeSpread)
 	if err != nil || len(locked) == 0 {
 		return nil, err
 	}
-	budgets, err := findEligibleBudgets(ctx, tx, now, p.Limit, locked)
+	eligible, err := findEligibleBudgets(ctx, tx, now, p.Limit, locked)
 	if err != nil {
 		return nil, err
 	}
-	var (
-		order  []int64 // scopes, in admission order
-		queues = map[int64][]dueOperation{}
-		free   = map[int64]int{}
-	)
-	for i := range budgets {
-		b := &budgets[i]
-		n := min(b.free, p.Limit)
-		if b.hasBudget {
-			n = min(n, int(min(b.budget, int64(p.Limit))))
-			if b.pacedMS, err = budgetPacing(ctx, tx, b, now); err != nil {
+	// Each budget's oldest due operations, as many as it may take; then
+	// scheduler.Admit's choice among them.
+	budgets := make([]scheduler.AdmissionBudget, len(eligible))
+	var due []scheduler.DueOperation
+	for i := range eligible {
+		b := &eligible[i]
+		if b.HasBudget {
+			if b.PacedMS, err = budgetPacing(ctx, tx, b, now); err != nil {
 				return nil, err
 			}
 		}
-		if b.slotMS > 0 || b.pacedMS > 0 {
-			n = 1
-		}
-		due, err := findDueOperations(ctx, tx, b.scopeID, b.resource, b.readyAt, now, n)
+		budgets[i] = b.AdmissionBudget
+		ds, err := findDueOperations(ctx, tx, b.Scope, b.Resource, b.readyAt, now, b.Take(p.Limit))
 		if err != nil {
 			return nil, err
 		}
-		for j := range due {
-			due[j].budget = i
+		for j := range ds {
+			ds[j].Budget = i
 		}
-		if _, seen := queues[b.scopeID]; !seen {
-			order = append(order, b.scopeID)
-			free[b.scopeID] = b.free
-			if b.slotMS > 0 {
-				free[b.scopeID] = 1
-			}
-		}
-		queues[b.scopeID] = append(queues[b.scopeID], due...)
+		due = append(due, ds...)
 	}
-	for _, id := range order {
-		q := queues[id]
-		slices.SortStableFunc(q, func(a, b dueOperation) int {
-			if c := cmp.Compare(a.nextAttemptAt, b.nextAttemptAt); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.id, b.id)
-		})
-		queues[id] = q[:min(len(q), free[id])]
-	}
-	// Round robin: one per scope per round, until Limit.
-	var picked []dueOperation
-	for round := 0; len(picked) < p.Limit; round++ {
-		took := false
-		for _, id := range order {
-			if q := queues[id]; round < len(q) && len(picked) < p.Limit {
-				picked = append(picked, q[round])
-				took = true
-			}
-		}
-		if !took {
-			break
-		}
-	}
+	picked := scheduler.Admit(budgets, due, p.Limit)
 	rowIDs := make([]int64, len(picked))
-	eligible := make(map[int64]int64, len(picked))
-	taken := make([]int64, len(budgets))
+	eligibleAt := make(map[int64]int64, len(picked))
 	for i, d := range picked {
-		rowIDs[i] = d.id
-		eligible[d.id] = d.eligible
-		taken[d.budget]++
+		rowIDs[i] = d.ID
+		eligibleAt[d.ID] = d.Eligible
 	}
-	ops, err := claimOperations(ctx, tx, rowIDs, now, millis(p.Now.Add(p.LeaseFor)))
+	ops, err := claimOperations(ctx, tx, rowIDs, now, leaseExpires, node)
 	if err != nil {
 		return nil, err
 	}
 	for i, r := range ops {
-		ops[i].NextAttemptAt = fromMillis(eligible[r.id])
+		ops[i].NextAttemptAt = fromMillis(eligibleAt[r.id])
 	}
-	slotTaken := map[int64]bool{}
-	for i, b := range budgets {
-		k := taken[i]
-		if k == 0 {
-			continue
+	slots, spent := scheduler.Admitted(budgets, picked, now)
+	for _, sl := range slots {
+		if _, err := tx.Exec(ctx, `UPDATE scopes SET next_slot_at = $1 WHERE id = $2`, sl.NextSlotAt, sl.Scope); err != nil {
+			return nil, err
 		}
-		if b.slotMS > 0 && !slotTaken[b.scopeID] {
-			slotTaken[b.scopeID] = true
-			next := max(b.nextSlotAt, now) + b.slotMS
-			if _, err := tx.Exec(ctx, `UPDATE scopes SET next_slot_at = $1 WHERE id = $2`, next, b.scopeID); err != nil {
-				return nil, err
-			}
-		}
-		if b.hasBudget {
-			next := b.budgetSlotAt
-			if b.pacedMS > 0 {
-				next = max(b.budgetSlotAt, now) + b.pacedMS
-			}
-			if _, err := tx.Exec(ctx, `UPDATE scope_budgets SET remaining = remaining - $1, next_slot_at = $2
-				WHERE scope_id = $3 AND resource = $4`, k, next, b.scopeID, b.resource); err != nil {
-				return nil, err
-			}
+	}
+	for _, b := range spent {
+		if _, err := tx.Exec(ctx, `UPDATE scope_budgets SET remaining = remaining - $1, next_slot_at = $2
+			WHERE scope_id = $3 AND resource = $4`, b.Spent, b.NextSlotAt, b.Scope, b.Resource); err != nil {
+			return nil, err
 		}
 	}
 	return s.withScopes(ctx, tx, ops)
+}
+
+// claimGuard begins a claim of this node: it returns the claim's now, the
+// earlier of the caller's now and the database's clock (so a node whose
+// clock runs ahead never claims early), the node's id, and whether the
+// node may claim at all: its dedicated session holds its lock (a node
+// that lost it claims nothing until it has it again) and its registration
+// outlasts the longest request it may send (claimReserve). The claim holds
+// the node's guard lock shared until it commits, so a recovery deciding
+// the node is dead (deadNodes) waits for it, and a claim after that one
+// finds the lock free.
+func (s *Store) claimGuard(ctx context.Context, tx pgx.Tx, now int64) (int64, int32, bool, error) {
+	id := int32(s.node.id.Load())
+	if !s.node.held.Load() || id == 0 {
+		return 0, 0, false, nil
+	}
+	b := &pgx.Batch{}
+	b.Queue(`SELECT pg_advisory_xact_lock_shared($1, $2)`, guardLockClass, id)
+	b.Queue(`SELECT NOT pg_try_advisory_xact_lock($1, $2),
+		COALESCE((SELECT expires_at FROM nodes WHERE id = $2) - `+dbNowMS+` >= $3, false),
+		LEAST($4::bigint, `+dbNowMS+`)`, nodeLockClass, id, s.claimReserve().Milliseconds(), now)
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return 0, 0, false, fmt.Errorf("take the node's guard: %w", err)
+	}
+	var held, fresh bool
+	if err := br.QueryRow().Scan(&held, &fresh, &now); err != nil {
+		return 0, 0, false, fmt.Errorf("check the node's lock: %w", err)
+	}
+	return now, id, held && fresh, nil
 }
 
 // lockAdmissibleScopes locks, in row ID order, up to limit of the scopes
@@ -265,52 +242,40 @@ func findEligibleBudgets(ctx context.Context, tx pgx.Tx, now int64, limit int, s
 			b                                eligibleBudget
 			requests, perMS, budget, resetAt *int64
 		)
-		if err := rows.Scan(&b.scopeID, &b.resource, &b.free, &requests, &perMS, &b.nextSlotAt, &b.budgetSlotAt, &budget, &resetAt, &b.readyAt); err != nil {
+		if err := rows.Scan(&b.Scope, &b.Resource, &b.Free, &requests, &perMS, &b.NextSlotAt, &b.BudgetSlotAt, &budget, &resetAt, &b.readyAt); err != nil {
 			return nil, err
 		}
 		if budget != nil && resetAt != nil {
-			b.hasBudget, b.budget, b.resetAt = true, *budget, *resetAt
+			b.HasBudget, b.Budget, b.resetAt = true, *budget, *resetAt
 		}
 		if requests != nil {
-			b.slotMS = (*perMS + *requests - 1) / *requests // ceil: never faster than the rate
-			b.slotMS = max(b.slotMS, 1)
+			b.SlotMS = scheduler.RateSpacingMS(*requests, *perMS)
 		}
 		out = append(out, b)
 	}
 	return out, rows.Err()
 }
 
-// budgetPacing returns the spacing that spreads a learned budget over the
-// time left until its reset, when more work spending it is due before the
-// reset than budget left; 0 when the budget covers the work.
+// budgetPacing returns the spacing that spreads b's learned budget over
+// the time left until its reset (scheduler.BudgetPacingMS), counting the
+// work due before the reset up to budget+1 rows.
 func budgetPacing(ctx context.Context, tx pgx.Tx, b *eligibleBudget, now int64) (int64, error) {
 	var due int64
 	err := tx.QueryRow(ctx, `
 		SELECT COUNT(*) FROM (
 			SELECT 1 FROM operations
 			WHERE scope_id = $1 AND resource = $2 AND state IN `+dueStates+` AND next_attempt_at <= $3
-			LIMIT $4) d`, b.scopeID, b.resource, b.resetAt, b.budget+1).Scan(&due)
+			LIMIT $4) d`, b.Scope, b.Resource, b.resetAt, b.Budget+1).Scan(&due)
 	if err != nil {
 		return 0, fmt.Errorf("count work due before the budget reset: %w", err)
 	}
-	if due <= b.budget {
-		return 0, nil
-	}
-	return max((b.resetAt-now)/b.budget, 1), nil
-}
-
-// dueOperation is one due operation a claim may take.
-type dueOperation struct {
-	id            int64
-	nextAttemptAt int64
-	eligible      int64 // when it became eligible: its own time or its ready time
-	budget        int   // index of its budget in the claim's eligible budgets
+	return scheduler.BudgetPacingMS(due, b.Budget, b.resetAt, now), nil
 }
 
 // findDueOperations locks and returns up to n operations due at now that
 // spend a scope's budget of resource, oldest due first, skipping rows
 // another transaction holds (a manual action).
-func findDueOperations(ctx context.Context, tx pgx.Tx, scopeID int64, resource string, readyAt, now int64, n int) ([]dueOperation, error) {
+func findDueOperations(ctx context.Context, tx pgx.Tx, scopeID int64, resource string, readyAt, now int64, n int) ([]scheduler.DueOperation, error) {
 	rows, err := tx.Query(ctx, `
 		SELECT o.id, o.next_attempt_at, GREATEST(o.next_attempt_at, $1::bigint)
 		FROM operations o
@@ -322,10 +287,10 @@ func findDueOperations(ctx context.Context, tx pgx.Tx, scopeID int64, resource s
 		return nil, err
 	}
 	defer rows.Close()
-	var ops []dueOperation
+	var ops []scheduler.DueOperation
 	for rows.Next() {
-		var d dueOperation
-		if err := rows.Scan(&d.id, &d.nextAttemptAt, &d.eligible); err != nil {
+		var d scheduler.DueOperation
+		if err := rows.Scan(&d.ID, &d.NextAttemptAt, &d.Eligible); err != nil {
 			return nil, err
 		}
 		ops = append(ops, d)
@@ -342,9 +307,9 @@ const claimedColumns = `id, scope_id, operation_id, '', '', kind, method, path,
 	deadline, max_attempts, max_elapsed_ms, result, lease_token, lease_expires_at,
 	first_sent_at, content_hash, maybe_applied, NULL::text, released_from_state, released_from_reason`
 
-// claimOperations leases the locked due operations rowIDs and writes their
-// attempt intents, returning them in the order of rowIDs.
-func claimOperations(ctx context.Context, tx pgx.Tx, rowIDs []int64, now, leaseExpires int64) ([]opRow, error) {
+// claimOperations leases the locked due operations rowIDs to node and
+// writes their attempt intents, returning them in the order of rowIDs.
+func claimOperations(ctx context.Context, tx pgx.Tx, rowIDs []int64, now, leaseExpires int64, node int32) ([]opRow, error) {
 	if len(rowIDs) == 0 {
 		return nil, nil
 	}
@@ -352,9 +317,9 @@ func claimOperations(ctx context.Context, tx pgx.Tx, rowIDs []int64, now, leaseE
 		UPDATE operations SET state = 'running', lease_token = lease_token + 1, lease_expires_at = $1,
 			attempt = attempt + 1, budget_attempts = budget_attempts + 1,
 			first_sent_at = COALESCE(first_sent_at, $2), updated_at = $2,
-			released_from_state = NULL, released_from_reason = NULL
+			released_from_state = NULL, released_from_reason = NULL, lease_node = $4
 		WHERE id = ANY($3) AND state IN `+dueStates+`
-		RETURNING `+claimedColumns, leaseExpires, now, rowIDs)
+		RETURNING `+claimedColumns, leaseExpires, now, rowIDs, node)
 	if err != nil {
 		return nil, err
 	}
@@ -409,14 +374,16 @@ func (s *Store) withScopes(ctx context.Context, tx pgx.Tx, ops []opRow) ([]sched
 // ListRunning returns running operations whose lease expires at or before
 // expiredBy (all of them when expiredBy is zero), with their scopes and
 // their credentials' values, oldest lease first, at most limit (no bound
-// when limit <= 0).
+// when limit <= 0). A lease counts as expired only once it has by the
+// database's clock too: a node whose clock runs ahead never takes a lease
+// early.
 func (s *Store) ListRunning(ctx context.Context, expiredBy time.Time, limit int) ([]scheduler.Claim, error) {
 	var claims []scheduler.Claim
 	err := s.read(ctx, func(tx pgx.Tx) error {
 		var q query
 		q.where("o.state = 'running'")
-		if !expiredBy.IsZero() {
-			q.where("o.lease_expires_at <= " + q.arg(millis(expiredBy)))
+		if !expiredBy.IsZero() { // by the earlier of the caller's and the database's clock
+			q.where("o.lease_expires_at <= LEAST(" + q.arg(millis(expiredBy)) + "::bigint, " + dbNowMS + ")")
 		}
 		sql := `SELECT ` + operationColumns + operationFrom + q.whereClause() + ` ORDER BY o.lease_expires_at, o.id`
 		if limit > 0 {
@@ -450,8 +417,12 @@ func (s *Store) ListRunning(ctx context.Context, expiredBy time.Time, limit int)
 // NextWake returns the earliest time at which a claim could admit
 // something or a lease expires (see scheduler.Store): the least admits_at
 // of the admission table, the rule ClaimDue admits by, and the earliest
-// lease expiry.
+// lease expiry. While the node has lost its session it claims nothing and
+// says nothing waits: regaining its lock wakes the loop (OnWake).
 func (s *Store) NextWake(ctx context.Context) (time.Time, bool, error) {
+	if !s.node.held.Load() {
+		return time.Time{}, false, nil // nothing to claim until the lock is back, which wakes the loop (OnWake)
+	}
 	var at *int64
 	err := s.read(ctx, func(tx pgx.Tx) error {
 		return tx.QueryRow(ctx, `

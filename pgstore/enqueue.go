@@ -46,6 +46,12 @@ func (s *Store) Enqueue(ctx context.Context, ops []scheduler.NewOperation, now t
 	if err != nil {
 		return nil, fmt.Errorf("enqueue: %w", err)
 	}
+	for _, r := range results {
+		if r.Created {
+			s.announce() // other nodes may claim it
+			break
+		}
+	}
 	return results, nil
 }
 

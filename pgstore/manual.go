@@ -40,6 +40,7 @@ func (s *Store) release(ctx context.Context, id string, at time.Time, act schedu
 	if err != nil {
 		return scheduler.Operation{}, fmt.Errorf("%s %s: %w", allowed, id, err)
 	}
+	s.announce() // due now for any node
 	return r.Operation, nil
 }
 
@@ -222,6 +223,9 @@ func (s *Store) ActOnOperations(ctx context.Context, a scheduler.ManualAction, i
 	if err != nil {
 		return 0, fmt.Errorf("%s operations: %w", a, err)
 	}
+	if a == scheduler.ActRelease && changed > 0 {
+		s.announce()
+	}
 	return changed, nil
 }
 
@@ -270,6 +274,9 @@ func (s *Store) ReleaseHeldInScope(ctx context.Context, scope string, at time.Ti
 	})
 	if err != nil {
 		return 0, fmt.Errorf("release held operations of %s: %w", scope, err)
+	}
+	if n > 0 {
+		s.announce()
 	}
 	return n, nil
 }

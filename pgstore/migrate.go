@@ -22,7 +22,8 @@ var schema string
 // never edit or reorder a step that has shipped; add a new one.
 func migrations() []string {
 	return []string{
-		// 2: staff accounts of the support page and their sessions, as on
+		nodesMigration, // nodes, lease_node, elections (node.go)
+		// 3: staff accounts of the support page and their sessions, as on
 		// SQLite (db/schema.sql and its migrations), shared by every
 		// process: a sign-in on one process is a session on all, and the
 		// failed sign-ins that lock an account and those the sign-in

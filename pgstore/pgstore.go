@@ -16,7 +16,17 @@
 //   - manual actions read their row FOR UPDATE;
 //   - a transaction that fails for a deadlock or a serialization failure
 //     (40P01, 40001) is run again, a few times;
-//   - migrations run under a transaction-scoped advisory lock.
+//   - migrations run under a transaction-scoped advisory lock;
+//   - every store is a node holding a session-level advisory lock, and
+//     recovers the leases of dead nodes (node.go, orphans.go);
+//   - claims are guarded by the database's clock (dbclock.go), wake-ups
+//     cross nodes by LISTEN/NOTIFY (wake.go), and retention runs on one
+//     elected node (election.go).
+//
+// The times the store keeps come from its callers; the database's clock
+// only bounds them where several clocks meet: a claim admits by
+// LEAST(now, the database's time), so does expiry's ListRunning, and a
+// node's registration lives in database time.
 package pgstore
 
 import (
@@ -24,8 +34,10 @@ import (
 	"crypto/cipher"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -41,12 +53,23 @@ type Options struct {
 	// Key is the 32-byte AES-256 key that seals scope credentials; the
 	// same on every process sharing the database. Required.
 	Key []byte
-	// MaxConns bounds the connection pool; 0 means pgxpool's default.
+	// MaxConns bounds the connection pool; 0 means pgxpool's default. The
+	// node's own connection (node.go) comes on top.
 	MaxConns int32
 	// MustExist refuses to create the schema: the database must hold a
 	// pacer database already, else Open fails with ErrNoDatabase. Every
 	// command but serve sets it.
 	MustExist bool
+	// Clock is the store's own clock: its loops' pacing, the age of its
+	// session and the offset to the database's clock are measured on it.
+	// nil means the real clock.
+	Clock clock.Clock
+	// RequestTimeout is the longest a request of the engine may take
+	// (scheduler.EngineConfig.RequestTimeout); zero means
+	// scheduler.DefaultRequestTimeout. A node claims only while its
+	// registration outlasts it, and after a database restart waits it
+	// (plus scheduler.LeaseMargin) before recovering other nodes' leases.
+	RequestTimeout time.Duration
 }
 
 // Store is pacer's PostgreSQL store. It is safe for concurrent use.
@@ -54,6 +77,20 @@ type Store struct {
 	pool    *pgxpool.Pool
 	aead    cipher.AEAD
 	commits commitHooks
+	clock   clock.Clock
+
+	// node is the store's registration (node.go); wakes are the OnWake
+	// functions; announcements feed runAnnouncer (wake.go).
+	node          node
+	wakes         commitHooks
+	announcements chan struct{}
+	stopAnnouncer context.CancelFunc
+	announcerDone chan struct{}
+	// requestTimeout is Options.RequestTimeout; restartMargin is how old
+	// (nanoseconds) the node's session must be before it recovers on lock
+	// evidence.
+	requestTimeout time.Duration
+	restartMargin  atomic.Int64
 
 	// claimCommitting, when set (by tests), is called with the claims and
 	// the transaction's synchronous_commit just before a claim commits.
@@ -83,7 +120,15 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
-	s := &Store{pool: pool, aead: aead}
+	s := &Store{pool: pool, aead: aead, clock: opts.Clock, requestTimeout: opts.RequestTimeout,
+		announcements: make(chan struct{}, 1)}
+	if s.clock == nil {
+		s.clock = clock.New()
+	}
+	if s.requestTimeout <= 0 {
+		s.requestTimeout = scheduler.DefaultRequestTimeout
+	}
+	s.restartMargin.Store(int64(s.requestTimeout + scheduler.LeaseMargin))
 	if err := migrate(ctx, pool, !opts.MustExist); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open database: %w", err)
@@ -92,11 +137,23 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open database: %w", err)
 	}
+	if err := s.startNode(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	actx, cancel := context.WithCancel(context.Background())
+	s.stopAnnouncer, s.announcerDone = cancel, make(chan struct{})
+	go s.runAnnouncer(actx, s.announcerDone)
 	return s, nil
 }
 
-// Close closes the pool's connections.
+// Close ends the node (its leases left, if any, may be recovered by any
+// node at once: close the store after the engine has stopped) and closes
+// the connections.
 func (s *Store) Close() error {
+	s.stopAnnouncer()
+	<-s.announcerDone
+	s.stopNode(false)
 	s.pool.Close()
 	return nil
 }

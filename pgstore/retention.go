@@ -15,13 +15,18 @@ import (
 // attempts and audit entries, then the longest run of the oldest
 // sequenced changes recorded before p.Before, at most p.Limit. The rows
 // are locked as they are chosen (SKIP LOCKED: retention never waits for
-// the claim loop).
+// the claim loop). Only the node elected for retention prunes (elected);
+// on the others it removes nothing.
 func (s *Store) PruneFinished(ctx context.Context, p scheduler.PruneParams) (scheduler.PruneResult, error) {
 	if p.Limit < 1 {
 		return scheduler.PruneResult{}, fmt.Errorf("prune finished operations: limit %d must be at least 1", p.Limit)
 	}
 	var res scheduler.PruneResult
 	err := s.write(ctx, func(tx pgx.Tx) error {
+		res = scheduler.PruneResult{}
+		if ok, err := s.elected(ctx, tx, retentionTask); err != nil || !ok {
+			return err // another node prunes
+		}
 		before := millis(p.Before)
 		var err error
 		if res, err = pruneOperations(ctx, tx, before, p.Limit); err != nil {

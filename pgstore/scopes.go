@@ -118,6 +118,7 @@ func (s *Store) PutScope(ctx context.Context, cfg scheduler.ScopeConfig, act sch
 	if err != nil {
 		return scheduler.Scope{}, false, fmt.Errorf("put scope %s: %w", cfg.Name, err)
 	}
+	s.announce() // a replace may admit more
 	return out.Scope, created, nil
 }
 
@@ -263,6 +264,7 @@ func (s *Store) ResumeScope(ctx context.Context, name string, act scheduler.Acti
 	if err != nil {
 		return scheduler.Scope{}, fmt.Errorf("resume scope %s: %w", name, err)
 	}
+	s.announce()
 	return sr.Scope, nil
 }
 

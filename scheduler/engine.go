@@ -75,7 +75,8 @@ type EngineConfig struct {
 	// answer of a failed or held operation), in bytes; see CheckResultLimit.
 	ResultLimit int
 	// Client sends the requests; nil uses a client with sane transport
-	// timeouts.
+	// timeouts. The engine keeps a copy made when it is built, whose
+	// CheckRedirect is its own: it follows redirects itself (design §12).
 	Client *http.Client
 	// Logger receives the engine's logs; nil discards them.
 	Logger *slog.Logger
@@ -187,6 +188,8 @@ type Engine struct {
 	// grace has passed.
 	sendCtx    context.Context
 	cancelSend context.CancelFunc
+	// sender sends the claimed attempts over cfg.Client.
+	sender *sender
 
 	profilesMu sync.Mutex
 	profiles   map[[2]string]providers.Profile
@@ -210,6 +213,9 @@ type Engine struct {
 	// for that pass (so the loop counts it as busy). See WakeFor.
 	sleepsUntil atomic.Int64
 	enqueued    atomic.Bool
+	// orphans says the store woke the loop (Store.OnWake): the next pass
+	// recovers the leases of processes gone (recoverOrphaned).
+	orphans atomic.Bool
 }
 
 // newEngine returns an engine over store (New builds it).
@@ -227,6 +233,7 @@ func newEngine(store Store, clk clock.Clock, policy Policy, cfg EngineConfig) (*
 		slots:          make(chan struct{}, cfg.Workers),
 		finishedSignal: make(chan struct{}, 1),
 		sendCtx:        sendCtx, cancelSend: cancel,
+		sender:   newSender(cfg.Client, cfg.ResultLimit, cfg.UserAgent),
 		profiles: map[[2]string]providers.Profile{},
 		leases:   map[string]int64{},
 	}, nil
@@ -255,33 +262,50 @@ func (e *Engine) WakeFor(at time.Time) {
 	e.Wake()
 }
 
-// Recover returns every lease left by an earlier process to the queue: the
-// caller holds the database's process lock, so their owners are gone.
-// Reads are rescheduled at once; mutations follow invariant 4.
+// Recover returns the leases whose holder is gone (Store.ListOrphaned) to
+// the queue: on SQLite, whose process lock the caller holds, every lease
+// left by an earlier process; on a database several processes share, only
+// those of processes known dead, never a live one's. Reads are rescheduled
+// at once; mutations follow invariant 4.
 func (e *Engine) Recover(ctx context.Context) (int, error) {
-	return e.recover(ctx, time.Time{}, "pacer restarted while the attempt was in flight")
+	return e.recover(ctx, e.store.ListOrphaned, "pacer restarted while the attempt was in flight")
+}
+
+// recoverOrphaned returns the leases of processes known gone
+// (Store.ListOrphaned) to the queue, as Recover does, while the engine
+// runs: the store's OnWake said there may be some (another process died).
+func (e *Engine) recoverOrphaned(ctx context.Context) (int, error) {
+	return e.recover(ctx, e.store.ListOrphaned, "the process holding the lease stopped while the attempt was in flight")
 }
 
 // recoverExpired returns leases that expired before now, except those of
 // the engine's own live workers (see recover).
 func (e *Engine) recoverExpired(ctx context.Context, now time.Time) (int, error) {
-	return e.recover(ctx, now, "lease expired before the attempt completed")
+	list := func(ctx context.Context, limit int) ([]Claim, error) { return e.store.ListRunning(ctx, now, limit) }
+	return e.recover(ctx, list, "lease expired before the attempt completed")
+}
+
+// storeWoke is the store's wake-up (Store.OnWake): work another process
+// made due, or leases of a process gone, which the next pass recovers.
+func (e *Engine) storeWoke() {
+	e.orphans.Store(true)
+	e.Wake()
 }
 
 // recoverBatch bounds the leases one recovery step lists, beyond those of
 // the engine's own workers.
 const recoverBatch = 200
 
-// recover completes, as interrupted, the running operations whose lease
-// expired by expiredBy (all of them when zero), except those held by this
+// recover completes, as interrupted, the running operations list returns
+// (expired leases, or those of a process gone), except those held by this
 // engine's own live workers: within a process, expiry is a safety net for
 // a worker that is gone, never a race with one that still runs (a step of
 // the wall clock must not send a request twice). It logs each lease it
 // actually recovered, after the commit.
-func (e *Engine) recover(ctx context.Context, expiredBy time.Time, why string) (int, error) {
+func (e *Engine) recover(ctx context.Context, list func(ctx context.Context, limit int) ([]Claim, error), why string) (int, error) {
 	total := 0
 	for {
-		claims, err := e.store.ListRunning(ctx, expiredBy, recoverBatch+e.ownLeases())
+		claims, err := list(ctx, recoverBatch+e.ownLeases())
 		if err != nil {
 			return total, fmt.Errorf("list leases to recover: %w", err)
 		}
@@ -405,6 +429,12 @@ func (e *Engine) pass(ctx context.Context, housekeep bool) (claimed int, full bo
 	now := e.clock.Now().UTC()
 	if ns := e.nextExpiry.Load(); ns != 0 && now.UnixNano() >= ns {
 		housekeep = true
+	}
+	if e.orphans.Swap(false) {
+		if _, err := e.recoverOrphaned(ctx); err != nil {
+			e.orphans.Store(true)
+			return 0, false, err
+		}
 	}
 	if housekeep || !now.Before(e.housekeepAt) {
 		if _, err := e.recoverExpired(ctx, now); err != nil {
@@ -634,7 +664,7 @@ func (e *Engine) work(c Claim) {
 	}
 	ctx, cancel := e.clock.WithDeadline(e.sendCtx, deadline)
 	started := e.clock.Now()
-	sr := send(ctx, e.cfg.Client, c, profile, red, e.cfg.ResultLimit, e.cfg.UserAgent)
+	sr := e.sender.send(ctx, c, profile, red)
 	cancel()
 	e.sendEnded()
 	now := e.clock.Now().UTC().Truncate(time.Millisecond)

@@ -61,6 +61,9 @@ type redactor struct {
 	// forms are the secret spellings, longest first, so a padded base64
 	// form goes whole before its unpadded prefix.
 	forms []string
+	// shortest is the length of the shortest form: no shorter text can
+	// spell one, raw or decoded (decoding never lengthens a text).
+	shortest int
 	// mark replaces each; clean is true when no form can overlap it.
 	mark  string
 	clean bool
@@ -89,7 +92,11 @@ func newRedactor(c Credentials) *redactor {
 	slices.SortFunc(forms, func(a, b string) int { return len(b) - len(a) })
 	forms = slices.Compact(forms)
 	mark, clean := markFor(forms)
-	return &redactor{forms: forms, mark: mark, clean: clean}
+	r := &redactor{forms: forms, mark: mark, clean: clean}
+	if len(forms) > 0 {
+		r.shortest = len(forms[len(forms)-1])
+	}
+	return r
 }
 
 // String returns s with every spelling of a secret replaced.
@@ -202,6 +209,10 @@ const (
 
 var escapeSyntaxes = [...]string{syntaxJSON, syntaxJSONLenient, syntaxURL, syntaxHTML}
 
+// escapeStarts are the characters that start an escape of any syntax: a
+// text without them decodes to itself.
+const escapeStarts = syntaxJSON + syntaxURL + syntaxHTML
+
 // dropIncompleteEscape removes a JSON, URL or HTML escape sequence that s
 // ends in the middle of.
 func dropIncompleteEscape(s string) string {
@@ -250,7 +261,7 @@ type span struct{ from, to int }
 // spans finds every spelling of a secret in s, raw and decoded, merged and
 // in order.
 func (r *redactor) spans(s string) []span {
-	if len(r.forms) == 0 || s == "" {
+	if len(r.forms) == 0 || len(s) < r.shortest {
 		return nil
 	}
 	var out []span
@@ -268,12 +279,12 @@ func (r *redactor) spans(s string) []span {
 	}
 	same := func(i int) int { return i }
 	find(s, same, same)
-	for _, syn := range escapeSyntaxes {
-		d, ok := decodeFor(s, syn)
-		if !ok {
-			continue
+	if strings.ContainsAny(s, escapeStarts) {
+		for _, syn := range escapeSyntaxes {
+			if d, ok := decodeFor(s, syn); ok {
+				find(d.text, d.from, d.to)
+			}
 		}
-		find(d.text, d.from, d.to)
 	}
 	if len(out) == 0 {
 		return nil
@@ -455,10 +466,11 @@ func htmlReference(name string) (rune, bool) {
 	return rune(v), true
 }
 
-// Header returns a copy of h with every value redacted.
-func (r *redactor) Header(h http.Header) http.Header {
-	if len(r.forms) == 0 || h == nil {
-		return h
+// Header returns h with every value redacted, and whether a value held a
+// secret: h itself when none did, else a redacted copy. It never changes h.
+func (r *redactor) Header(h http.Header) (http.Header, bool) {
+	if len(r.forms) == 0 || !r.anyIn(h) {
+		return h, false
 	}
 	out := make(http.Header, len(h))
 	for k, vs := range h {
@@ -468,7 +480,20 @@ func (r *redactor) Header(h http.Header) http.Header {
 		}
 		out[k] = rv
 	}
-	return out
+	return out, true
+}
+
+// anyIn reports whether a value of h holds a secret: whether String would
+// change it.
+func (r *redactor) anyIn(h http.Header) bool {
+	for _, vs := range h {
+		for _, v := range vs {
+			if len(r.spans(v)) > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Error returns err with its message redacted; errors.Is and errors.As

@@ -112,6 +112,21 @@ func TestRedactorEveryEncoding(t *testing.T) {
 	}
 }
 
+// Each escape syntax is decoded on its own: secrets whose spellings hold
+// the escapes of one syntax and no other escape character (testSecret has
+// them all, raw).
+func TestRedactorEachSyntaxAlone(t *testing.T) {
+	for _, secret := range []string{`path/to"key-1234`, `key with/space-1234`, `key<with>'quote-1234`} {
+		r := newRedactor(Credentials{Type: CredentialBearer, Token: secret})
+		for enc, e := range echoes(secret) {
+			text := "echo: " + e + "."
+			if got := r.String(text); strings.Contains(got, e) || got != "echo: "+r.mark+"." {
+				t.Errorf("%s of %q: %s → %s", enc, secret, text, got)
+			}
+		}
+	}
+}
+
 func TestRedactorLeavesPlainTextAlone(t *testing.T) {
 	r := newRedactor(Credentials{Type: CredentialBasic, Username: "ann", Password: "x"})
 	for _, s := range []string{"x-ratelimit: 1", `{"x":"\u0078"}`, "a%20b&amp;c", "Annex"} {

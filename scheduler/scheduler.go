@@ -23,13 +23,6 @@ type Config struct {
 	// Logger receives the scheduler's own logs (leases recovered at start)
 	// and is the loops' logger where their config names none; nil discards.
 	Logger *slog.Logger
-	// Shared says that other processes use the store at the same time
-	// (PostgreSQL, design §10): a lease left running may be a live
-	// process's, so neither Recover nor Run ever takes every lease. The
-	// leases of a process that died are recovered per node; expired ones
-	// by the engine's loop, as always. False (SQLite) means the caller
-	// holds the database's process lock.
-	Shared bool
 }
 
 // Scheduler is the scheduler's parts over one store, linked: the Service
@@ -48,9 +41,8 @@ type Scheduler struct {
 	// Service.Changes waits on it. Close it when the HTTP server shuts down.
 	Changes *Notifier
 
-	clock  clock.Clock
-	log    *slog.Logger
-	shared bool
+	clock clock.Clock
+	log   *slog.Logger
 }
 
 // maxRecoverRetry bounds the wait between two failed recoveries in Run.
@@ -83,19 +75,19 @@ func New(store Store, clk clock.Clock, cfg Config) (*Scheduler, error) {
 	}
 	changes := NewNotifier()
 	store.OnCommit(changes.Notify)
+	// Another process's commits (PostgreSQL) wake the loop and the
+	// long-polls of this one.
+	store.OnWake(func() { engine.storeWoke(); changes.Notify() })
 	svc := &Service{store: store, clock: clk, policy: cfg.Policy, wake: engine.Wake, wakeFor: engine.WakeFor, changes: changes, enqueues: newEnqueueGroup(store)}
-	return &Scheduler{Service: svc, Engine: engine, Pruner: pruner, Changes: changes, clock: clk, log: cfg.Logger, shared: cfg.Shared}, nil
+	return &Scheduler{Service: svc, Engine: engine, Pruner: pruner, Changes: changes, clock: clk, log: cfg.Logger}, nil
 }
 
-// Recover returns every lease left by an earlier process to the queue
-// (Engine.Recover) and logs how many there were. The caller holds the
-// database's process lock. Run recovers too; a caller that must not serve
-// before the recovery (the HTTP API) calls Recover first. On a Shared
-// store it does nothing: the leases may be other processes'.
+// Recover returns the leases whose holder is gone to the queue
+// (Engine.Recover: on SQLite every lease an earlier process left, on a
+// shared database those of processes known dead) and logs how many there
+// were. Run recovers too; a caller that must not serve
+// before the recovery (the HTTP API) calls Recover first.
 func (s *Scheduler) Recover(ctx context.Context) error {
-	if s.shared {
-		return nil
-	}
 	n, err := s.Engine.Recover(ctx)
 	if err != nil {
 		return fmt.Errorf("recover leases: %w", err)
@@ -107,8 +99,7 @@ func (s *Scheduler) Recover(ctx context.Context) error {
 }
 
 // Run recovers the leases of an earlier process (a failed recovery is
-// logged and tried again, with a growing wait; never on a Shared store:
-// see Recover), then runs the engine and
+// logged and tried again, with a growing wait), then runs the engine and
 // the pruner until ctx ends; each loop backs off on its errors and never
 // gives up. It returns once every loop has stopped (the engine after its
 // shutdown grace).

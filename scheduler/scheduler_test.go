@@ -11,20 +11,35 @@ import (
 	"pacer/scheduler"
 )
 
-// failsListRunning fails its first `fail` ListRunning calls, as a store
-// that is briefly unusable at start.
+// failsListRunning fails its first `fail` ListRunning and ListOrphaned
+// calls (the reads of recovery), as a store that is briefly unusable at
+// start.
 type failsListRunning struct {
 	scheduler.Store
 	fail  atomic.Int32
 	calls atomic.Int32
 }
 
-func (s *failsListRunning) ListRunning(ctx context.Context, expiredBy time.Time, limit int) ([]scheduler.Claim, error) {
+func (s *failsListRunning) failing() error {
 	s.calls.Add(1)
 	if s.fail.Add(-1) >= 0 {
-		return nil, errors.New("database is locked")
+		return errors.New("database is locked")
+	}
+	return nil
+}
+
+func (s *failsListRunning) ListRunning(ctx context.Context, expiredBy time.Time, limit int) ([]scheduler.Claim, error) {
+	if err := s.failing(); err != nil {
+		return nil, err
 	}
 	return s.Store.ListRunning(ctx, expiredBy, limit)
+}
+
+func (s *failsListRunning) ListOrphaned(ctx context.Context, limit int) ([]scheduler.Claim, error) {
+	if err := s.failing(); err != nil {
+		return nil, err
+	}
+	return s.Store.ListOrphaned(ctx, limit)
 }
 
 // Scheduler.Run recovers the leases an earlier process left (trying again

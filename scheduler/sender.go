@@ -8,8 +8,10 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"pacer/providers"
@@ -25,12 +27,35 @@ type sendResult struct {
 	redirects redirects
 }
 
+// maxPooledRead bounds the capacity of a read buffer the sender keeps for
+// the next answer; a larger one (an answer longer than a profile reads) is
+// left to the collector.
+const maxPooledRead = classifyBodyLimit + 1
+
+// sender sends the attempts of one engine: over its client, copied once so
+// that it follows no redirect itself (send follows them), bounding stored
+// answers to resultLimit and naming itself userAgent. It reads answers into
+// reused buffers; it is safe for concurrent use.
+type sender struct {
+	client      *http.Client
+	resultLimit int
+	userAgent   string
+	reads       sync.Pool // of *[]byte, each of length 0
+}
+
+// newSender returns the sender of attempts over client.
+func newSender(client *http.Client, resultLimit int, userAgent string) *sender {
+	cl := *client
+	cl.CheckRedirect = useLastResponse
+	return &sender{client: &cl, resultLimit: resultLimit, userAgent: userAgent}
+}
+
 // useLastResponse keeps net/http from following redirects: the sender
 // follows them itself (redirectRule), with pacer's rules for bodies,
 // identity and credentials.
 func useLastResponse(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
-// send performs one attempt of c over client and reads the answer. It never
+// send performs one attempt of c over s's client and reads the answer. It never
 // returns an error: transport failures are part of the exchange, with
 // Written telling whether any of the request may have left. Redirects are
 // followed here, within the scope's origin, by redirectRule (design §12),
@@ -38,7 +63,7 @@ func useLastResponse(*http.Request, []*http.Request) error { return http.ErrUseL
 // answer. Everything the provider said (headers, body, a transport error's
 // text) goes through red before anything reads or cuts it: the profile, its
 // diagnostics and the stored result only ever see the redacted answer.
-func send(ctx context.Context, client *http.Client, c Claim, profile providers.Profile, red *redactor, resultLimit int, userAgent string) sendResult {
+func (s *sender) send(ctx context.Context, c Claim, profile providers.Profile, red *redactor) sendResult {
 	op, sc := c.Operation, c.Scope
 	ex := providers.Exchange{Method: op.Request.Method, Mutation: op.Kind == KindMutation}
 	var written atomic.Bool
@@ -53,20 +78,18 @@ func send(ctx context.Context, client *http.Client, c Claim, profile providers.P
 		return sendResult{exchange: ex}
 	}
 	origin := originOf(target)
-	cl := *client
-	cl.CheckRedirect = useLastResponse
 	var rd redirects
 	method, payload, ctype := op.Request.Method, op.Request.Body, op.Request.ContentType
 	var resp *http.Response
 	for {
-		req, err := buildRequest(ctx, c, profile, target, method, payload, ctype, userAgent)
+		req, err := buildRequest(ctx, c, profile, target, method, payload, ctype, s.userAgent)
 		if err != nil {
 			ex.Err = fmt.Errorf("build request: %w", err)
 			return sendResult{exchange: ex, redirects: rd}
 		}
 		ex.Method, ex.IdempotencyKeySent = method, profile.Idempotency().Applies(method)
 		written.Store(false)
-		resp, err = cl.Do(req)
+		resp, err = s.client.Do(req)
 		if err != nil {
 			ex.Err = red.Error(err)
 			ex.Written = written.Load()
@@ -85,25 +108,64 @@ func send(ctx context.Context, client *http.Client, c Claim, profile providers.P
 		target, method, payload = step.next, step.method, step.body
 	}
 	defer resp.Body.Close()
-	resp.Header, resp.Trailer = red.Header(resp.Header), nil
+	var hadSecret bool
+	resp.Header, hadSecret = red.Header(resp.Header)
+	resp.Trailer = nil
 	resp.Status = strconv.Itoa(resp.StatusCode) + " " + http.StatusText(resp.StatusCode)
-	limit := max(resultLimit, classifyBodyLimit)
-	read, readErr := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
+	limit := max(s.resultLimit, classifyBodyLimit)
+	read, readErr := s.read(resp.Body, limit+1)
 	cutShort := len(read) > limit
 	if readErr != nil && resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		// The provider answered 2xx but the body broke off: the effect
 		// happened; keep what arrived and say so.
 		cutShort = true
 	}
-	answer := red.String(string(read))
+	answer := red.String(read)
 	if cutShort {
 		answer = red.trimPartial(answer)
 	}
-	ex.Response, ex.Body = resp, []byte(red.bound(answer, classifyBodyLimit))
-	res := &Result{Status: resp.StatusCode, Headers: resultHeaders(resp.Header, red)}
-	res.Body = []byte(red.bound(answer, resultLimit))
+	classified, kept := red.bound(answer, classifyBodyLimit), red.bound(answer, s.resultLimit)
+	ex.Response, ex.Body = resp, []byte(classified)
+	res := &Result{Status: resp.StatusCode, Headers: resultHeaders(resp.Header, red, !hadSecret), Body: ex.Body}
+	if kept != classified { // nothing writes to either: equal bodies share their bytes
+		res.Body = []byte(kept)
+	}
 	res.Truncated = cutShort || len(res.Body) < len(answer)
 	return sendResult{exchange: ex, result: res, redirects: rd}
+}
+
+// read reads body to its end, or to its first n bytes, into a buffer it
+// reuses, and returns what it read as text; err is the read's error (io.EOF
+// is none). For a body that hands over what it holds before its error, as
+// net/http's do, that is what io.ReadAll(io.LimitReader(body, n)) reads;
+// only the sizes of the reads differ.
+func (s *sender) read(body io.Reader, n int) (string, error) {
+	bp, _ := s.reads.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	b := *bp
+	var err error
+	for len(b) < n {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, max(512, cap(b))) // room doubles
+		}
+		var k int
+		k, err = body.Read(b[len(b):min(cap(b), n)])
+		b = b[:len(b)+k]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			break
+		}
+	}
+	text := string(b)
+	if cap(b) <= maxPooledRead {
+		*bp = b[:0]
+		s.reads.Put(bp)
+	}
+	return text, err
 }
 
 // buildRequest is one request of c's attempt: method and body to target,
@@ -149,8 +211,11 @@ func authorize(req *http.Request, c Credentials) {
 
 // resultHeaders keeps the response headers worth showing, without cookies
 // or anything carrying the scope's secrets, bounded in count and size.
-func resultHeaders(h http.Header, red *redactor) map[string]string {
-	out := map[string]string{}
+// clean says that no value of h holds a secret (redactor.Header found
+// none): a header of one value is then only cut, as redacting it would
+// change nothing; values joined may still spell one, and are redacted.
+func resultHeaders(h http.Header, red *redactor, clean bool) map[string]string {
+	out := make(map[string]string, min(len(h), 64))
 	for k, v := range h {
 		if len(out) >= 64 {
 			break
@@ -159,7 +224,11 @@ func resultHeaders(h http.Header, red *redactor) map[string]string {
 		case "Set-Cookie", "Authorization", "Proxy-Authenticate", "Www-Authenticate":
 			continue
 		}
-		out[k] = red.Cut(strings.Join(v, ", "), 1024)
+		if clean && len(v) == 1 {
+			out[k] = red.bound(v[0], 1024)
+		} else {
+			out[k] = red.Cut(strings.Join(v, ", "), 1024)
+		}
 	}
 	return out
 }

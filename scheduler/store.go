@@ -20,8 +20,8 @@ const SystemActor = "pacer"
 // Its errors name what failed and on what ("release op-1: …"): callers
 // return them without a prefix of their own.
 //
-// Credentials are secret: only the claims (ClaimDue's, and ListRunning's,
-// which recovery sends again) carry their values, as their requests are
+// Credentials are secret: only the claims (ClaimDue's, and ListRunning's
+// and ListOrphaned's, which recovery sends again) carry their values, as their requests are
 // sent with them. Every other scope a Store returns (PutScope, GetScope,
 // ListScopes, ResumeScope) carries only the credentials' Type.
 type Store interface {
@@ -160,6 +160,17 @@ type Store interface {
 	// with their scopes and credentials' values as ClaimDue gives them,
 	// oldest lease first, at most limit.
 	ListRunning(ctx context.Context, expiredBy time.Time, limit int) ([]Claim, error)
+	// ListOrphaned returns running operations whose lease no live process
+	// holds, as far as the store can tell, with their scopes and
+	// credentials' values as ClaimDue gives them, oldest lease first, at
+	// most limit: the leases recovery may take now (Engine.Recover at
+	// start, and whenever the store's OnWake says there may be some). A
+	// store one process owns under a lock (SQLite) returns every running
+	// operation, its caller's own included: the caller skips those its
+	// live workers hold. A store shared by several processes (PostgreSQL)
+	// returns only the leases of processes known gone (design §10), never
+	// a live one's.
+	ListOrphaned(ctx context.Context, limit int) ([]Claim, error)
 	// ExpireOverdue is one bounded batch, in one transaction, of design §11
 	// "Deadlines end work even when it never ran": up to p.Limit operations
 	// waiting (scheduled or waitingForBudget) whose Deadline is before
@@ -186,7 +197,8 @@ type Store interface {
 	// audit entries, and up to p.Limit of the oldest change-feed entries
 	// recorded before p.Before. Held, failed and unfinished operations are
 	// never removed. PruneResult.More says whether a batch was full, so
-	// more may be left.
+	// more may be left. On a database several processes share, one of them
+	// (elected by the store) prunes; the others' calls remove nothing.
 	PruneFinished(ctx context.Context, p PruneParams) (PruneResult, error)
 	// CountByState counts operations by state and scopes by status at now,
 	// for metrics; states and statuses with none are absent.
@@ -212,6 +224,14 @@ type Store interface {
 	// called on the writing goroutine: it must return at once and must not
 	// call the store.
 	OnCommit(fn func())
+	// OnWake adds fn to the functions the store calls when something this
+	// process did not commit may call for the claim loop: another process
+	// made work due (an enqueue, a release, a resume), the store may claim
+	// again after it could not, or leases of a process gone may be
+	// recovered (ListOrphaned). fn is called on one of the store's own
+	// goroutines: it must return at once and must not call the store. A
+	// store only one process writes (SQLite) never calls it.
+	OnWake(fn func())
 }
 
 // EnqueueResult is the fate of one enqueued operation.

@@ -188,6 +188,39 @@ func testListRunning(t *testing.T, open Opener) {
 	}
 }
 
+// testListOrphaned: what a store may call orphaned is running (the
+// caller's own leases among them on a store one process owns, none of a
+// live process's on a shared one), carries its scope's credentials'
+// values as a claim does, and is bounded by limit; a lease completed is
+// never listed.
+func testListOrphaned(t *testing.T, open Opener) {
+	ctx := context.Background()
+	d := open(t)
+	PutScope(t, d, "a", ScopeOpts{Credentials: scheduler.Credentials{Type: scheduler.CredentialBearer, Token: "tok"}})
+	Enqueue(t, d, T0, NewOp("done", "a", T0), NewOp("running", "a", T0), NewOp("waiting", "a", T0.Add(time.Hour)))
+	cs := Claim(t, d, T0, 2)
+	for _, c := range cs {
+		if c.Operation.ID == "done" {
+			Complete(t, d, c, T0, scheduler.Decision{State: scheduler.StateSucceeded}, providers.Outcome{Class: providers.ClassSuccess, Status: 200})
+		}
+	}
+	orphans, err := d.ListOrphaned(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids := ClaimedIDs(orphans); len(ids) > 1 || (len(ids) == 1 && ids[0] != "running") {
+		t.Fatalf("orphaned = %v; want at most [running]", ids)
+	}
+	for _, c := range orphans {
+		if c.Operation.State != scheduler.StateRunning || c.Scope.Credentials.Token != "tok" {
+			t.Fatalf("orphan %s: state %s, credentials %+v; want running with the scope's token", c.Operation.ID, c.Operation.State, c.Scope.Credentials)
+		}
+	}
+	if none, err := d.ListOrphaned(ctx, 0); err != nil || len(none) > 1 {
+		t.Fatalf("limit 0 gave %d (%v)", len(none), err)
+	}
+}
+
 func testNextWake(t *testing.T, open Opener) {
 	ctx := context.Background()
 	d := open(t)

@@ -44,6 +44,7 @@ var suite = []struct {
 	{"OperationsReportWhatTheirScopeDoes", testOperationsReportWhatTheirScopeDoes},
 	{"ClaimDue", testClaimDue},
 	{"ListRunning", testListRunning},
+	{"ListOrphaned", testListOrphaned},
 	{"NextWakeIsWhenTheClaimAdmits", testNextWakeIsWhenTheClaimAdmits},
 	{"NextWake", testNextWake},
 	{"Complete", testComplete},
