@@ -18,6 +18,7 @@ import (
 	"pacer/db"
 	"pacer/httpapi"
 	"pacer/metrics"
+	"pacer/pgstore"
 	"pacer/scheduler"
 )
 
@@ -28,8 +29,10 @@ const httpShutdownTimeout = 10 * time.Second
 // ServeConfig is what Main runs: serve's flags (runServe), --demo's, or a
 // test's options, mapped onto one config. Zero fields take defaults.
 type ServeConfig struct {
-	// DBPath is the database file. With Demo, empty means a throwaway
-	// database in a temporary directory, removed by Close.
+	// DBPath is the database: a SQLite file, or a postgres:// URL of a
+	// PostgreSQL database that several processes share (design §10). With
+	// Demo, empty means a throwaway SQLite database in a temporary
+	// directory, removed by Close.
 	DBPath string
 	// Listen is the API's address; port 0 picks a free one (see Addr).
 	Listen string
@@ -39,13 +42,14 @@ type ServeConfig struct {
 	// SecretKey is the base64 key that encrypts scope credentials; empty
 	// reads KeyFile.
 	SecretKey string
-	// KeyFile holds the key; empty means DB.key beside the database,
-	// created on first start.
+	// KeyFile holds the key; empty means DB.key beside a SQLite database,
+	// created on first start. On PostgreSQL SecretKey or KeyFile is
+	// required (the same key on every process), and no key is created.
 	KeyFile string
 	// Scheduler shapes the service, the engine and retention. Its
 	// Engine.Observer is the metrics registry; Main sets it.
 	Scheduler scheduler.Config
-	// Checkpoints shapes the WAL checkpoint loop.
+	// Checkpoints shapes the WAL checkpoint loop (SQLite only).
 	Checkpoints checkpointConfig
 	// DebugListen, when set, serves Go's profiling endpoints there (a
 	// loopback address only).
@@ -61,24 +65,30 @@ type ServeConfig struct {
 }
 
 // Main is the composition root of a pacer service: Open builds it in
-// order — process lock, credentials key, store, metrics, scheduler, HTTP
-// API (and the demo) — Run runs it until its context ends, and Close
-// releases what Open took, in the reverse order. Its errors are
-// cli.ExitCoder errors carrying serve's exit codes (2 bad configuration,
-// 3 database locked, 1 otherwise).
+// order — the database (on SQLite: process lock, credentials key, store,
+// checkpointer; on PostgreSQL: the required key and the store, shared
+// with other processes), metrics, scheduler, HTTP API (and the demo) —
+// Run runs it until its context ends, and Close releases what Open took,
+// in the reverse order. Its errors are cli.ExitCoder errors carrying
+// serve's exit codes (2 bad configuration, 3 database locked, 1
+// otherwise).
 type Main struct {
 	// Config is what to run; set it before Open.
 	Config ServeConfig
 
-	dbPath  string
-	store   *db.DB
-	sched   *scheduler.Scheduler
-	ckpt    *checkpointer
-	ln      net.Listener
-	srv     *http.Server
-	demo    *demoRun
-	closers []func() // what Open acquired, released by Close last first
-	closed  sync.Once
+	dbPath string
+	store  serviceStore
+	shared bool // the store is PostgreSQL's, shared with other processes
+	// throttle counts failed sign-ins in the database other processes
+	// share; nil (SQLite) means the API's own, in memory.
+	throttle httpapi.SignInThrottle
+	sched    *scheduler.Scheduler
+	ckpt     *checkpointer // SQLite's WAL checkpoints; nil on PostgreSQL
+	ln       net.Listener
+	srv      *http.Server
+	demo     *demoRun
+	closers  []func() // what Open acquired, released by Close last first
+	closed   sync.Once
 }
 
 // NewMain returns a Main that runs cfg.
@@ -87,11 +97,11 @@ func NewMain(cfg ServeConfig) *Main { return &Main{Config: cfg} }
 // Addr is the address the API listens on, once Open succeeded.
 func (m *Main) Addr() string { return m.ln.Addr().String() }
 
-// DBPath is the database file in use, once Open succeeded.
+// DBPath is the database in use (--db), once Open succeeded.
 func (m *Main) DBPath() string { return m.dbPath }
 
 // Store is the store, once Open succeeded.
-func (m *Main) Store() *db.DB { return m.store }
+func (m *Main) Store() serviceStore { return m.store }
 
 // Scheduler is the scheduler, once Open succeeded.
 func (m *Main) Scheduler() *scheduler.Scheduler { return m.sched }
@@ -99,10 +109,11 @@ func (m *Main) Scheduler() *scheduler.Scheduler { return m.sched }
 // onClose makes Close call fn, before whatever was acquired earlier.
 func (m *Main) onClose(fn func()) { m.closers = append(m.closers, fn) }
 
-// Open takes the database's process lock, loads the credentials key,
-// opens the store, builds the metrics, the scheduler (recovering the
-// leases of an earlier process) and the HTTP API, and listens. On an
-// error it releases what it took already.
+// Open opens the database (openSQLite: process lock, credentials key,
+// store, checkpointer; or openPostgres), builds the metrics, the
+// scheduler (recovering the leases of an earlier process, on SQLite only)
+// and the HTTP API, and listens. On an error it releases what it took
+// already.
 func (m *Main) Open(ctx context.Context) (err error) {
 	cfg := &m.Config
 	if cfg.Clock == nil {
@@ -130,30 +141,16 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		m.dbPath = filepath.Join(dir, "pacer.db")
 	}
 
-	lock, err := db.Lock(m.dbPath)
+	if pgstore.IsURL(m.dbPath) {
+		err = m.openPostgres(ctx)
+	} else {
+		err = m.openSQLite(ctx)
+	}
 	if err != nil {
-		return cli.Exit(err.Error(), 3)
-	}
-	m.onClose(func() { lock.Release() })
-	if err := db.RefuseForeign(m.dbPath); err != nil { // before a key file is made beside it
-		return cli.Exit(err.Error(), 1)
-	}
-	key, createdKey, err := loadKey(cfg.SecretKey, cfg.KeyFile, m.dbPath, logger)
-	if err != nil {
-		return cli.Exit(err.Error(), 2)
-	}
-	if m.store, err = db.Open(m.dbPath, db.Options{Key: key}); err != nil {
-		if createdKey != "" {
-			os.Remove(createdKey) // a key the database refused is no key of it
-		}
-		return cli.Exit(err.Error(), 1)
-	}
-	m.onClose(func() { m.store.Close() })
-	if err := m.store.Writable(ctx, clk.Now()); err != nil {
-		return cli.Exit(fmt.Sprintf("database %s does not accept writes (%v): check the file's owner and mode and the disk's free space", m.dbPath, err), 1)
+		return err
 	}
 	if cfg.Demo {
-		if err := refuseDemoOnRealData(ctx, m.store, m.dbPath, cfg.DemoForce); err != nil {
+		if err := refuseDemoOnRealData(ctx, m.store, dbName(m.dbPath), cfg.DemoForce); err != nil {
 			return cli.Exit(err.Error(), 2)
 		}
 	}
@@ -173,17 +170,12 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if m.sched, err = scheduler.New(m.store, clk, sc); err != nil {
 		return cli.Exit(err.Error(), 2)
 	}
-	if err := m.sched.Recover(ctx); err != nil { // before the API shows their operations
+	if err := m.sched.Recover(ctx); err != nil { // before the API shows their operations (on PostgreSQL only dead nodes')
 		return cli.Exit(err.Error(), 1)
 	}
-	ckpt := cfg.Checkpoints
-	if ckpt.Logger == nil {
-		ckpt.Logger = logger
-	}
-	m.ckpt = newCheckpointer(m.store, clk, ckpt)
 	api, err := httpapi.New(httpapi.Config{Service: m.sched.Service, Token: cfg.Token, Logger: logger,
 		Ready: readiness(m.store, m.sched.Engine, clk.Now), Metrics: meter.Handler(),
-		Users: m.store}) // staff accounts of the support page (/ui): pacer users add
+		Users: m.store, Throttle: m.throttle}) // staff accounts of the support page (/ui): pacer users add
 	if err != nil {
 		return cli.Exit(err.Error(), 1)
 	}
@@ -220,11 +212,15 @@ func (m *Main) Open(ctx context.Context) (err error) {
 // that is what ended it. Call Close afterwards.
 func (m *Main) Run(ctx context.Context) error {
 	logger := m.Config.Logger
-	logger.Info("pacer serving", "listen", m.Addr(), "db", m.dbPath, "version", version, "auth", m.Config.Token != "")
+	logger.Info("pacer serving", "listen", m.Addr(), "db", dbName(m.dbPath), "version", version, "auth", m.Config.Token != "", "postgres", pgstore.IsURL(m.dbPath))
 	loopsCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopLoops()
 	var loops sync.WaitGroup
-	for name, run := range map[string]func(context.Context) error{"scheduler": m.sched.Run, "checkpoints": m.ckpt.Run} {
+	runs := map[string]func(context.Context) error{"scheduler": m.sched.Run}
+	if m.ckpt != nil {
+		runs["checkpoints"] = m.ckpt.Run
+	}
+	for name, run := range runs {
 		loops.Add(1)
 		go func() {
 			defer loops.Done()
@@ -262,11 +258,74 @@ func (m *Main) Run(ctx context.Context) error {
 
 // Close releases what Open took, the last taken first: the demo's
 // provider, the listener, the profiling server, the store, the process
-// lock and a throwaway demo database. It is safe to call more than once.
+// lock (SQLite) and a throwaway demo database. It is safe to call more than once.
 func (m *Main) Close() {
 	m.closed.Do(func() {
 		for i := len(m.closers) - 1; i >= 0; i-- {
 			m.closers[i]()
 		}
 	})
+}
+
+// openSQLite opens the SQLite database file for serve: it takes the
+// process lock next to it (exit 3 when another process holds it), refuses
+// another application's file, loads or creates the credentials key beside
+// it, opens (creating or migrating) the store, checks that it accepts
+// writes and builds the WAL checkpointer.
+func (m *Main) openSQLite(ctx context.Context) error {
+	cfg := &m.Config
+	lock, err := db.Lock(m.dbPath)
+	if err != nil {
+		return cli.Exit(err.Error(), 3)
+	}
+	m.onClose(func() { lock.Release() })
+	if err := db.RefuseForeign(m.dbPath); err != nil { // before a key file is made beside it
+		return cli.Exit(err.Error(), 1)
+	}
+	key, createdKey, err := loadKey(cfg.SecretKey, cfg.KeyFile, m.dbPath, cfg.Logger)
+	if err != nil {
+		return cli.Exit(err.Error(), 2)
+	}
+	store, err := db.Open(m.dbPath, db.Options{Key: key})
+	if err != nil {
+		if createdKey != "" {
+			os.Remove(createdKey) // a key the database refused is no key of it
+		}
+		return cli.Exit(err.Error(), 1)
+	}
+	m.store = store
+	m.onClose(func() { store.Close() })
+	if err := store.Writable(ctx, cfg.Clock.Now()); err != nil {
+		return cli.Exit(fmt.Sprintf("database %s does not accept writes (%v): check the file's owner and mode and the disk's free space", m.dbPath, err), 1)
+	}
+	ckpt := cfg.Checkpoints
+	if ckpt.Logger == nil {
+		ckpt.Logger = cfg.Logger
+	}
+	m.ckpt = newCheckpointer(store, cfg.Clock, ckpt)
+	return nil
+}
+
+// openPostgres opens the PostgreSQL database for serve (design §10): no
+// file lock (other processes share it) and no key file (the key is
+// required, exit 2 without one); the store migrates the schema under an
+// advisory lock, refuses a key that does not open the stored credentials
+// (exit 1) and registers this process as a node, whose requests last at
+// most the engine's request timeout. Start-up recovery (Scheduler.Recover)
+// then takes only the leases of nodes known dead, never a live one's. The sign-in throttle is the database's, so its
+// limits hold across processes. No checkpointer: PostgreSQL checkpoints
+// itself.
+func (m *Main) openPostgres(ctx context.Context) error {
+	cfg := &m.Config
+	store, err := openPostgres(ctx, m.dbPath, cfg.SecretKey, cfg.KeyFile,
+		pgstore.Options{Clock: cfg.Clock, RequestTimeout: cfg.Scheduler.Engine.RequestTimeout})
+	if err != nil {
+		return err
+	}
+	m.store, m.throttle = store, store
+	m.onClose(func() { store.Close() })
+	if err := store.Writable(ctx, cfg.Clock.Now()); err != nil {
+		return cli.Exit(fmt.Sprintf("database %s does not accept writes: %s", pgstore.Redact(m.dbPath), errLine(err)), 1)
+	}
+	return nil
 }

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"pacer/internal/pgtest"
 )
 
 // The real binary, for the tests that need one (SIGKILL, signals, the
@@ -34,7 +36,8 @@ func TestMain(m *testing.M) {
 	// A developer's PACER_* settings must not steer the serves and commands
 	// the tests run in this process (the binary gets envWithoutPacer).
 	for _, kv := range os.Environ() {
-		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "PACER_") {
+		// (pgtest's own variable, naming a server for the tests, stays.)
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "PACER_") && name != pgtest.EnvURL {
 			os.Unsetenv(name)
 		}
 	}
@@ -44,7 +47,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binDir = dir
-	code := m.Run()
+	code := pgtest.Main(m) // m.Run, then stops the PostgreSQL server a test started
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

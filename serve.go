@@ -26,7 +26,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", EnvVars: []string{"PACER_LISTEN"}, Usage: "address for the HTTP API"},
 			&cli.StringFlag{Name: "api-token", EnvVars: []string{"PACER_API_TOKEN"}, Usage: "bearer token the API requires; without one only loopback addresses are allowed"},
 			&cli.StringFlag{Name: "secret-key", EnvVars: []string{"PACER_SECRET_KEY"}, Usage: "base64 32-byte key that encrypts scope credentials"},
-			&cli.StringFlag{Name: "secret-key-file", EnvVars: []string{"PACER_SECRET_KEY_FILE"}, Usage: "file holding the base64 key (default: DB.key beside the database, created if missing)"},
+			&cli.StringFlag{Name: "secret-key-file", EnvVars: []string{"PACER_SECRET_KEY_FILE"}, Usage: "file holding the base64 key (default: DB.key beside a SQLite database, created if missing; on PostgreSQL this or --secret-key is required)"},
 			&cli.IntFlag{Name: "workers", Value: scheduler.DefaultWorkers, EnvVars: []string{"PACER_WORKERS"}, Usage: "requests in flight at once"},
 			&cli.DurationFlag{Name: "request-timeout", Value: scheduler.DefaultRequestTimeout, EnvVars: []string{"PACER_REQUEST_TIMEOUT"}, Usage: "bound on one provider request"},
 			&cli.DurationFlag{Name: "lease", Value: scheduler.DefaultLeaseDuration, EnvVars: []string{"PACER_LEASE"}, Usage: "lease of a claimed operation; at least request-timeout + 5s"},
@@ -41,7 +41,7 @@ func serveCommand() *cli.Command {
 }
 
 func dbFlag() cli.Flag {
-	return &cli.StringFlag{Name: "db", Value: "./pacer.db", EnvVars: []string{"PACER_DB"}, Usage: "SQLite database file"}
+	return &cli.StringFlag{Name: "db", Value: "./pacer.db", EnvVars: []string{"PACER_DB"}, Usage: "SQLite database file, or a postgres:// (postgresql://) URL of a PostgreSQL database shared by several processes"}
 }
 
 // runServe maps serve's flags onto a ServeConfig and runs Main until a

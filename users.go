@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -13,7 +12,8 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/urfave/cli/v2"
 
-	"pacer/db"
+	"pacer/internal/staff"
+	"pacer/pgstore"
 	"pacer/scheduler"
 )
 
@@ -24,7 +24,7 @@ func usersCommand() *cli.Command {
 		return []cli.Flag{
 			dbFlag(),
 			&cli.StringFlag{Name: "secret-key", EnvVars: []string{"PACER_SECRET_KEY"}, Usage: "base64 32-byte key that encrypts scope credentials (as for serve)"},
-			&cli.StringFlag{Name: "secret-key-file", EnvVars: []string{"PACER_SECRET_KEY_FILE"}, Usage: "file holding the base64 key (default: DB.key beside the database)"},
+			&cli.StringFlag{Name: "secret-key-file", EnvVars: []string{"PACER_SECRET_KEY_FILE"}, Usage: "file holding the base64 key (default: DB.key beside a SQLite database; on PostgreSQL this or --secret-key is required)"},
 		}
 	}
 	return &cli.Command{
@@ -40,7 +40,7 @@ func usersCommand() *cli.Command {
 				Description: "The password is asked for on the terminal (not shown as you type), or read as one\n" +
 					"line from standard input:\n\n" +
 					"   printf '%s\\n' \"$PASSWORD\" | pacer users add alice\n\n" +
-					fmt.Sprintf("It needs at least %d characters (at most %d bytes). It is stored as a bcrypt hash.", db.MinPasswordLength, db.MaxPasswordBytes),
+					fmt.Sprintf("It needs at least %d characters (at most %d bytes). It is stored as a bcrypt hash.", staff.MinPasswordLength, staff.MaxPasswordBytes),
 				Flags: append(flags(), &cli.StringFlag{Name: "role", Value: scheduler.RoleOperator,
 					Usage: "viewer (looks at everything, acts on nothing) or operator (looks and acts)"}),
 				Action: runUsersAdd,
@@ -80,25 +80,14 @@ func usersCommand() *cli.Command {
 	}
 }
 
-// openUsersDB opens the database of a users subcommand.
-func openUsersDB(c *cli.Context) (*db.DB, error) {
+// openUsersDB opens the database of a users subcommand: a SQLite file
+// or a PostgreSQL URL, which must hold a pacer database already.
+func openUsersDB(c *cli.Context) (staffStore, error) {
 	path := c.String("db")
-	if err := db.RequireDatabase(path); err != nil { // before a key file is made for it
-		return nil, cli.Exit(errLine(err), 1)
+	if pgstore.IsURL(path) {
+		return openPostgres(c.Context, path, c.String("secret-key"), c.String("secret-key-file"), pgstore.Options{MustExist: true})
 	}
-	logger := slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	key, createdKey, err := loadKey(c.String("secret-key"), c.String("secret-key-file"), path, logger)
-	if err != nil {
-		return nil, cli.Exit(errLine(err), 2)
-	}
-	store, err := db.Open(path, db.Options{Key: key, MustExist: true})
-	if err != nil {
-		if createdKey != "" {
-			os.Remove(createdKey) // a key the database refused is no key of it
-		}
-		return nil, cli.Exit(errLine(err), 1)
-	}
-	return store, nil
+	return openSQLiteForCommand(c, path)
 }
 
 // oneName returns the single NAME argument of a subcommand.
@@ -118,14 +107,14 @@ func runUsersAdd(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := db.ValidateUser(name, strings.Repeat("x", db.MinPasswordLength)); err != nil {
+	if err := staff.Validate(name, strings.Repeat("x", staff.MinPasswordLength)); err != nil {
 		return cli.Exit(usersErrLine(err), 2)
 	}
 	password, err := readPassword(c, name)
 	if err != nil {
 		return cli.Exit(errLine(err), 2)
 	}
-	if err := db.ValidateUser(name, password); err != nil {
+	if err := staff.Validate(name, password); err != nil {
 		return cli.Exit(usersErrLine(err), 2)
 	}
 	store, err := openUsersDB(c)
@@ -137,7 +126,7 @@ func runUsersAdd(c *cli.Context) error {
 	if role != scheduler.RoleViewer && role != scheduler.RoleOperator {
 		return cli.Exit(fmt.Sprintf("--role %q: must be viewer (looks, acts on nothing) or operator (looks and acts)", role), 2)
 	}
-	if err := store.AddUser(c.Context, db.NewUser{Name: name, Password: password, Role: role}, clock.New().Now().UTC()); err != nil {
+	if err := store.AddUser(c.Context, staff.NewUser{Name: name, Password: password, Role: role}, clock.New().Now().UTC()); err != nil {
 		if errors.Is(err, scheduler.ErrConflict) {
 			return cli.Exit(fmt.Sprintf("a staff account %q exists already: remove it first (pacer users remove %s) to set a new password", name, name), 1)
 		}
@@ -156,10 +145,10 @@ func runUsersPasswd(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit(errLine(err), 2)
 	}
-	if err := db.ValidateUser(name, password); err != nil {
+	if err := staff.Validate(name, password); err != nil {
 		return cli.Exit(usersErrLine(err), 2)
 	}
-	return usersUpdate(c, name, func(store *db.DB) error { return store.SetPassword(c.Context, name, password, 0) },
+	return usersUpdate(c, name, func(store staffStore) error { return store.SetPassword(c.Context, name, password, 0) },
 		"set the password of staff account %s, ended its sessions and unlocked it\n")
 }
 
@@ -168,13 +157,13 @@ func runUsersUnlock(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return usersUpdate(c, name, func(store *db.DB) error { return store.UnlockUser(c.Context, name) },
+	return usersUpdate(c, name, func(store staffStore) error { return store.UnlockUser(c.Context, name) },
 		"unlocked staff account %s: it can sign in again\n")
 }
 
 // usersUpdate opens the database, runs update on the account name and
 // prints done (a format taking the name).
-func usersUpdate(c *cli.Context, name string, update func(*db.DB) error, done string) error {
+func usersUpdate(c *cli.Context, name string, update func(staffStore) error, done string) error {
 	store, err := openUsersDB(c)
 	if err != nil {
 		return err

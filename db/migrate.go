@@ -4,8 +4,9 @@ import (
 	"context"
 	"database/sql"
 	_ "embed"
-	"errors"
 	"fmt"
+
+	"pacer/internal/stored"
 )
 
 // schema is version 1 of the database: applied in one transaction to a new
@@ -327,8 +328,9 @@ func (e *NotPacerError) Error() string {
 }
 
 // ErrNoDatabase is returned when a command other than serve names a file
-// that holds no pacer database yet: only serve creates one.
-var ErrNoDatabase = errors.New("only pacer serve creates a database; check --db")
+// that holds no pacer database yet: only serve creates one (the same error
+// as pgstore's: stored.ErrNoDatabase).
+var ErrNoDatabase = stored.ErrNoDatabase
 
 // pacerTables are tables of every pacer schema version: a database with a
 // user_version but without them belongs to another application.

@@ -87,22 +87,30 @@ func LoadOrCreateKeyFile(path string) (key []byte, created bool, err error) {
 	case !errors.Is(err, fs.ErrExist):
 		return nil, false, fmt.Errorf("create key file %s: %w", path, err)
 	}
+	key, err = ReadKeyFile(path)
+	return key, false, err
+}
 
+// ReadKeyFile reads the base64 credentials key in the existing file at
+// path, refusing one that its group or others may read or write (on
+// systems with Unix permissions). It never creates the file: on
+// PostgreSQL every process must read the same key.
+func ReadKeyFile(path string) ([]byte, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, false, fmt.Errorf("read key file %s: %w", path, err)
+		return nil, fmt.Errorf("read key file %s: %w", path, err)
 	}
 	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
-		return nil, false, fmt.Errorf("key file %s has mode %04o: group and others must have no access (run: chmod 600 %s)", path, fi.Mode().Perm(), path)
+		return nil, fmt.Errorf("key file %s has mode %04o: group and others must have no access (run: chmod 600 %s)", path, fi.Mode().Perm(), path)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, false, fmt.Errorf("read key file %s: %w", path, err)
+		return nil, fmt.Errorf("read key file %s: %w", path, err)
 	}
-	key, err = ParseKey(string(b))
+	key, err := ParseKey(string(b))
 	clear(b)
 	if err != nil {
-		return nil, false, fmt.Errorf("read key file %s: %w", path, err)
+		return nil, fmt.Errorf("read key file %s: %w", path, err)
 	}
-	return key, false, nil
+	return key, nil
 }

@@ -5,91 +5,42 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"regexp"
 	"time"
-	"unicode/utf8"
 
-	"golang.org/x/crypto/bcrypt"
-
+	"pacer/internal/staff"
 	"pacer/scheduler"
 )
 
-// Bounds of staff accounts.
+// Bounds of staff accounts (package staff's, where both stores find them).
 const (
 	// MinPasswordLength is the fewest characters a staff password may have.
-	MinPasswordLength = 10
+	MinPasswordLength = staff.MinPasswordLength
 	// MaxPasswordBytes is the most bytes bcrypt reads of a password.
-	MaxPasswordBytes = 72
+	MaxPasswordBytes = staff.MaxPasswordBytes
+	// DefaultPasswordCost is the bcrypt cost of new passwords.
+	DefaultPasswordCost = staff.DefaultPasswordCost
 )
 
-// userNamePattern is what a staff account name may look like.
-var userNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
+// User is a staff account of the support page (staff.User). Its password
+// hash never leaves this package.
+type User = staff.User
 
-// timingHash is a bcrypt hash (of a throwaway value) compared against when
-// a sign-in names no account, so an unknown name costs as much time as a
-// wrong password and the timing does not reveal which names exist.
-const timingHash = "$2a$10$xlkOGlo1rXYoIbebt1V1ae1WPYrGlyRyZL6diDXNHJbUk4qoWy5fm"
+// NewUser is a staff account to add (staff.NewUser).
+type NewUser = staff.NewUser
 
-// User is a staff account of the support page. Its password hash never
-// leaves this package.
-type User struct {
-	Name string
-	// Role is scheduler.RoleViewer or scheduler.RoleOperator.
-	Role string
-	// Locked is true after scheduler.MaxFailedSignIns failed sign-ins in a
-	// row, until UnlockUser.
-	Locked    bool
-	CreatedAt time.Time
-}
-
-// ValidateUser checks a new account's name and password: a
-// *scheduler.ValidationError naming the fields at fault, or nil.
-func ValidateUser(name, password string) error {
-	v := &scheduler.ValidationError{}
-	if !userNamePattern.MatchString(name) {
-		v.Fields = append(v.Fields, scheduler.FieldError{Field: "name", Message: "must be 1-64 characters: letters, digits and . _ @ - (starting with a letter or digit)"})
-	}
-	switch {
-	case utf8.RuneCountInString(password) < MinPasswordLength:
-		v.Fields = append(v.Fields, scheduler.FieldError{Field: "password", Message: fmt.Sprintf("must have at least %d characters", MinPasswordLength)})
-	case len(password) > MaxPasswordBytes:
-		v.Fields = append(v.Fields, scheduler.FieldError{Field: "password", Message: fmt.Sprintf("must be at most %d bytes", MaxPasswordBytes)})
-	}
-	if len(v.Fields) > 0 {
-		return v
-	}
-	return nil
-}
-
-// DefaultPasswordCost is the bcrypt cost of new passwords.
-const DefaultPasswordCost = bcrypt.DefaultCost
-
-// NewUser is a staff account to add.
-type NewUser struct {
-	Name     string
-	Password string
-	// Role is scheduler.RoleViewer or scheduler.RoleOperator; empty means
-	// operator.
-	Role string
-	// Cost is the bcrypt cost (bcrypt.MinCost to bcrypt.MaxCost); 0 means
-	// DefaultPasswordCost. Tests lower it: hashing is slow on purpose.
-	Cost int
-}
+// ValidateUser checks a new account's name and password (staff.Validate):
+// a *scheduler.ValidationError naming the fields at fault, or nil.
+func ValidateUser(name, password string) error { return staff.Validate(name, password) }
 
 // AddUser creates the staff account u.Name with a bcrypt hash of
 // u.Password at now. It returns a *scheduler.ValidationError for a bad
 // name or password and ErrConflict (wrapped) when the name is taken.
 func (db *DB) AddUser(ctx context.Context, u NewUser, now time.Time) error {
-	name := u.Name
-	if u.Role == "" {
-		u.Role = scheduler.RoleOperator
-	}
-	if err := ValidateUser(name, u.Password); err != nil {
+	u, err := staff.Check(u)
+	if err != nil {
 		return err
 	}
-	if u.Role != scheduler.RoleViewer && u.Role != scheduler.RoleOperator {
-		return &scheduler.ValidationError{Fields: []scheduler.FieldError{{Field: "role", Message: "must be viewer (looks, acts on nothing) or operator (looks and acts)"}}}
-	}
+	name := u.Name
 	// A taken name is refused before the (slow, on purpose) hashing; the
 	// UNIQUE constraint still decides a race.
 	var taken int
@@ -98,7 +49,7 @@ func (db *DB) AddUser(ctx context.Context, u NewUser, now time.Time) error {
 	} else if taken > 0 {
 		return fmt.Errorf("add user %s: %w: the name is taken", name, scheduler.ErrConflict)
 	}
-	hash, err := hashPassword(u.Password, u.Cost)
+	hash, err := staff.Hash(u.Password, u.Cost)
 	if err != nil {
 		return fmt.Errorf("add user %s: %w", name, err)
 	}
@@ -120,18 +71,6 @@ func (db *DB) AddUser(ctx context.Context, u NewUser, now time.Time) error {
 	return nil
 }
 
-// hashPassword is the bcrypt hash of password at cost (0: the default).
-func hashPassword(password string, cost int) (string, error) {
-	if cost == 0 {
-		cost = DefaultPasswordCost
-	}
-	hash, err := bcrypt.GenerateFromPassword([]byte(password), cost)
-	if err != nil {
-		return "", fmt.Errorf("hash password: %w", err)
-	}
-	return string(hash), nil
-}
-
 // SetPassword replaces the password of the staff account name (at bcrypt
 // cost, 0 for the default), unlocks it and ends its sessions. A
 // *scheduler.ValidationError for a bad password, ErrNotFound (wrapped)
@@ -140,7 +79,7 @@ func (db *DB) SetPassword(ctx context.Context, name, password string, cost int) 
 	if err := ValidateUser(name, password); err != nil {
 		return err
 	}
-	hash, err := hashPassword(password, cost)
+	hash, err := staff.Hash(password, cost)
 	if err != nil {
 		return fmt.Errorf("set password of %s: %w", name, err)
 	}
@@ -208,7 +147,7 @@ func (db *DB) RemoveUser(ctx context.Context, name string) error {
 
 // ListUsers returns every staff account, by name.
 func (db *DB) ListUsers(ctx context.Context) ([]User, error) {
-	rows, err := db.read.QueryContext(ctx, `SELECT name, role, failed_signins >= ?, created_at FROM users ORDER BY name`, scheduler.MaxFailedSignIns)
+	rows, err := db.read.QueryContext(ctx, `SELECT name, role, failed_signins, created_at FROM users ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list users: %w", err)
 	}
@@ -216,13 +155,13 @@ func (db *DB) ListUsers(ctx context.Context) ([]User, error) {
 	var out []User
 	for rows.Next() {
 		var (
-			u  User
-			at int64
+			u          User
+			failed, at int64
 		)
-		if err := rows.Scan(&u.Name, &u.Role, &u.Locked, &at); err != nil {
+		if err := rows.Scan(&u.Name, &u.Role, &failed, &at); err != nil {
 			return nil, fmt.Errorf("list users: %w", err)
 		}
-		u.CreatedAt = fromMillis(at)
+		u.Locked, u.CreatedAt = staff.Locked(int(failed)), fromMillis(at)
 		out = append(out, u)
 	}
 	if err := rows.Err(); err != nil {
@@ -254,29 +193,26 @@ func (db *DB) CheckPassword(ctx context.Context, name, password string) (bool, e
 	)
 	err := db.read.QueryRowContext(ctx, `SELECT password_hash, failed_signins FROM users WHERE name = ?`, name).Scan(&hash, &failed)
 	if errors.Is(err, sql.ErrNoRows) {
-		_ = bcrypt.CompareHashAndPassword([]byte(timingHash), []byte(password[:min(len(password), MaxPasswordBytes)]))
-		return false, nil
+		return staff.Unknown(password), nil
 	} else if err != nil {
 		return false, fmt.Errorf("check password of %s: %w", name, err)
 	}
-	if failed >= scheduler.MaxFailedSignIns {
-		return false, fmt.Errorf("sign in as %s: %w", name, scheduler.ErrAccountLocked)
-	}
-	switch err = bcrypt.CompareHashAndPassword([]byte(hash), []byte(password)); {
-	case err == nil && len(password) <= MaxPasswordBytes:
-		if failed > 0 {
-			if _, err := db.write.ExecContext(ctx, `UPDATE users SET failed_signins = 0 WHERE name = ?`, name); err != nil {
-				return false, fmt.Errorf("check password of %s: %w", name, err)
-			}
+	ok, count, err := staff.Verify(hash, failed, password)
+	switch {
+	case errors.Is(err, scheduler.ErrAccountLocked):
+		return false, fmt.Errorf("sign in as %s: %w", name, err)
+	case err != nil:
+		return false, fmt.Errorf("check password of %s: %w", name, err)
+	case ok && failed > 0:
+		if _, err := db.write.ExecContext(ctx, `UPDATE users SET failed_signins = 0 WHERE name = ?`, name); err != nil {
+			return false, fmt.Errorf("check password of %s: %w", name, err)
 		}
-		return true, nil
-	case err == nil, errors.Is(err, bcrypt.ErrMismatchedHashAndPassword), errors.Is(err, bcrypt.ErrPasswordTooLong):
+	case count:
 		if _, err := db.write.ExecContext(ctx, `UPDATE users SET failed_signins = failed_signins + 1 WHERE name = ?`, name); err != nil {
 			return false, fmt.Errorf("check password of %s: %w", name, err)
 		}
-		return false, nil
 	}
-	return false, fmt.Errorf("check password of %s: %w", name, err)
+	return ok, nil
 }
 
 // CreateSession signs the staff account name in: it stores tokenHash (the

@@ -81,6 +81,9 @@ type Config struct {
 	// SessionLifetime is how long a staff sign-in lasts (default
 	// DefaultSessionLifetime).
 	SessionLifetime time.Duration
+	// Throttle counts failed sign-ins; nil means one in this process's
+	// memory. Processes sharing a database pass the store's.
+	Throttle SignInThrottle
 }
 
 // Server serves pacer's HTTP API. Build it with New; it is safe for

@@ -190,7 +190,12 @@ func (s *Server) handleUISignIn(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.svc.Now()
 	keys := []string{"user:" + name, "client:" + clientIP(r)}
-	if wait := s.ui.throttle.reserve(now, keys...); wait > 0 {
+	wait, err := s.ui.throttle.Reserve(r.Context(), now, SignInWindow, throttleKeys(keys))
+	if err != nil {
+		s.uiInternalError(w, r, err)
+		return
+	}
+	if wait > 0 {
 		w.Header().Set("Retry-After", retryAfterSeconds(wait))
 		v.Error = "Too many failed sign-ins. Try again in " + roughDuration(wait) + "."
 		s.log.WarnContext(r.Context(), "sign-in refused: too many failures", "user", name, "client", clientIP(r))
@@ -205,7 +210,9 @@ func (s *Server) handleUISignIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		s.ui.throttle.release(now, keys...)
+		if rerr := s.ui.throttle.Release(r.Context(), now, keys); rerr != nil {
+			s.log.WarnContext(r.Context(), "give back a sign-in reservation", "err", rerr)
+		}
 		s.uiInternalError(w, r, err)
 		return
 	}
@@ -215,7 +222,9 @@ func (s *Server) handleUISignIn(w http.ResponseWriter, r *http.Request) {
 		s.uiRender(w, r, http.StatusUnauthorized, "signin", &v)
 		return
 	}
-	s.ui.throttle.succeed(now, keys[0], keys[1:]...)
+	if err := s.ui.throttle.Succeed(r.Context(), now, keys[0], keys[1:]); err != nil {
+		s.log.WarnContext(r.Context(), "forget failed sign-ins after a success", "user", name, "err", err)
+	}
 	token, err := newSessionToken()
 	if err != nil {
 		s.uiInternalError(w, r, err)

@@ -1,9 +1,12 @@
 package httpapi
 
 import (
+	"context"
 	"strconv"
 	"sync"
 	"time"
+
+	staffrules "pacer/internal/staff"
 )
 
 // Limits on failed sign-ins: at most SignInFailuresPerUser per account name
@@ -18,6 +21,76 @@ const (
 	SignInFailuresPerClient = 20
 	SignInWindow            = 15 * time.Minute
 )
+
+// SignInThrottle counts failed sign-ins per key ("user:NAME",
+// "client:ADDR") in a sliding window, on the times it is given (the
+// scheduler's clock), and refuses a key that reached its limit (see
+// SignInFailuresPerUser). Config.Throttle nil means one in the process's
+// memory; processes that share a database share one (pgstore's), so that
+// the limits hold across all of them. It is safe for concurrent use.
+type SignInThrottle interface {
+	// Reserve counts a failed sign-in at now for each of keys before the
+	// password is checked, in one step with the check of the keys'
+	// limits within window: when one is blocked it counts nothing and
+	// returns how long until all of keys may try again, else 0.
+	Reserve(ctx context.Context, now time.Time, window time.Duration, keys []ThrottleKey) (time.Duration, error)
+	// Succeed ends a reserved sign-in that succeeded: every failure of
+	// the account's key user is forgotten, and the reservations made at
+	// now for others given back (one each).
+	Succeed(ctx context.Context, now time.Time, user string, others []string) error
+	// Release gives back the reservations made at now for keys (one
+	// each): the sign-in was not decided.
+	Release(ctx context.Context, now time.Time, keys []string) error
+}
+
+// ThrottleKey is a key of SignInThrottle.Reserve with its limit
+// (package staff's, where the stores find it).
+type ThrottleKey = staffrules.ThrottleKey
+
+// signInLimit is the limit of a throttle key: SignInFailuresPerUser for an
+// account name, SignInFailuresPerClient for a client address. It is the
+// one definition, for every SignInThrottle.
+func signInLimit(key string) int {
+	if len(key) > 5 && key[:5] == "user:" {
+		return SignInFailuresPerUser
+	}
+	return SignInFailuresPerClient
+}
+
+// throttleKeys are keys with their limits (signInLimit).
+func throttleKeys(keys []string) []ThrottleKey {
+	out := make([]ThrottleKey, len(keys))
+	for i, k := range keys {
+		out[i] = ThrottleKey{Name: k, Limit: signInLimit(k)}
+	}
+	return out
+}
+
+// memoryThrottle is the SignInThrottle of one process: a signInThrottle
+// behind the interface (its window is SignInWindow, its limits
+// signInLimit's).
+type memoryThrottle struct{ t *signInThrottle }
+
+// Reserve implements SignInThrottle.
+func (m memoryThrottle) Reserve(_ context.Context, now time.Time, _ time.Duration, keys []ThrottleKey) (time.Duration, error) {
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		names[i] = k.Name
+	}
+	return m.t.reserve(now, names...), nil
+}
+
+// Succeed implements SignInThrottle.
+func (m memoryThrottle) Succeed(_ context.Context, now time.Time, user string, others []string) error {
+	m.t.succeed(now, user, others...)
+	return nil
+}
+
+// Release implements SignInThrottle.
+func (m memoryThrottle) Release(_ context.Context, now time.Time, keys []string) error {
+	m.t.release(now, keys...)
+	return nil
+}
 
 // maxThrottleKeys bounds the memory of the sign-in throttle.
 const maxThrottleKeys = 10000
@@ -37,12 +110,7 @@ func newSignInThrottle() *signInThrottle {
 }
 
 // limit is the number of failures within the window that blocks key.
-func (t *signInThrottle) limit(key string) int {
-	if len(key) > 5 && key[:5] == "user:" {
-		return SignInFailuresPerUser
-	}
-	return SignInFailuresPerClient
-}
+func (t *signInThrottle) limit(key string) int { return signInLimit(key) }
 
 // reserve counts a failed sign-in at now for each of keys before the
 // password is checked, in one step with the check of the limits: it returns

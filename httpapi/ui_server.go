@@ -22,7 +22,7 @@ type uiState struct {
 	pages    *template.Template
 	users    UserStore
 	lifetime time.Duration
-	throttle *signInThrottle
+	throttle SignInThrottle
 	cop      *http.CrossOriginProtection
 	static   http.Handler
 }
@@ -46,12 +46,15 @@ func (s *Server) initUI(cfg Config) error {
 		pages:    pages,
 		users:    cfg.Users,
 		lifetime: cfg.SessionLifetime,
-		throttle: newSignInThrottle(),
+		throttle: cfg.Throttle,
 		cop:      http.NewCrossOriginProtection(),
 		static:   http.StripPrefix("/ui/static/", http.FileServerFS(web.Static())),
 	}
 	if ui.lifetime == 0 {
 		ui.lifetime = DefaultSessionLifetime
+	}
+	if ui.throttle == nil {
+		ui.throttle = memoryThrottle{newSignInThrottle()}
 	}
 	ui.cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.log.WarnContext(r.Context(), "cross-origin form refused", "path", r.URL.EscapedPath(), "origin", r.Header.Get("Origin"), "secFetchSite", r.Header.Get("Sec-Fetch-Site"))

@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"pacer/internal/stored"
 )
 
 // schema is version 1 of the database: applied to a new database.
@@ -21,8 +23,64 @@ var schema string
 func migrations() []string {
 	return []string{
 		nodesMigration, // nodes, lease_node, elections (node.go)
+		// 3: staff accounts of the support page and their sessions, as on
+		// SQLite (db/schema.sql and its migrations), shared by every
+		// process: a sign-in on one process is a session on all, and the
+		// failed sign-ins that lock an account and those the sign-in
+		// throttle counts (throttle.go) count across all; and the key
+		// check (verifyKey).
+		usersAndSessions,
 	}
 }
+
+// usersAndSessions is migration 2 (see migrations).
+const usersAndSessions = `
+CREATE TABLE users (
+    id             BIGINT  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    name           TEXT    NOT NULL UNIQUE CHECK (name <> ''),
+    -- a bcrypt hash, never the password
+    password_hash  TEXT    NOT NULL CHECK (password_hash LIKE '$2%'),
+    role           TEXT    NOT NULL DEFAULT 'operator' CHECK (role IN ('viewer', 'operator')),
+    -- failed sign-ins in a row; the account is locked at
+    -- scheduler.MaxFailedSignIns
+    failed_signins INTEGER NOT NULL DEFAULT 0 CHECK (failed_signins >= 0),
+    created_at     BIGINT  NOT NULL
+);
+
+-- sessions: signed-in staff. The cookie carries a random token; only its
+-- SHA-256 is stored, so a copy of the database signs no one in. Removing
+-- a user ends their sessions.
+CREATE TABLE sessions (
+    token_hash BYTEA  PRIMARY KEY CHECK (length(token_hash) = 32),
+    user_id    BIGINT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    created_at BIGINT NOT NULL,
+    expires_at BIGINT NOT NULL CHECK (expires_at > created_at)
+);
+
+CREATE INDEX sessions_user ON sessions (user_id);
+CREATE INDEX sessions_expires ON sessions (expires_at);
+
+-- signin_failures: failed sign-ins (reserved before the password is
+-- checked) per throttle key ("user:NAME", "client:ADDR"), the sign-in
+-- throttle of every process (httpapi.SignInThrottle); rows older than the
+-- window are dropped as sign-ins come.
+CREATE TABLE signin_failures (
+    id  BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    key TEXT   NOT NULL,
+    at  BIGINT NOT NULL
+);
+
+CREATE INDEX signin_failures_key ON signin_failures (key, at);
+CREATE INDEX signin_failures_at ON signin_failures (at);
+
+-- key_check: a value sealed with the credentials key by the first process
+-- that opened the database; every process opening it must open it, so
+-- that all use the same key even before any scope stores credentials.
+CREATE TABLE key_check (
+    id     INTEGER PRIMARY KEY CHECK (id = 1),
+    sealed BYTEA   NOT NULL
+);
+`
 
 // SchemaVersion is the schema version this binary writes and expects.
 func SchemaVersion() int { return 1 + len(migrations()) }
@@ -44,6 +102,11 @@ func (e *SchemaTooNewError) Error() string {
 	return fmt.Sprintf("database schema version %d is newer than this pacer binary knows (%d): run a newer pacer", e.Found, e.Known)
 }
 
+// ErrNoDatabase is returned when a command other than serve names a
+// database that holds no pacer database yet: only serve creates one (the
+// same error as package db's: stored.ErrNoDatabase).
+var ErrNoDatabase = stored.ErrNoDatabase
+
 // NotPacerError is returned by Open for a database that holds tables but
 // no pacer schema: pacer does not add its tables to another application's
 // data.
@@ -59,8 +122,9 @@ func (e *NotPacerError) Error() string {
 
 // migrate brings the database up to SchemaVersion in one transaction,
 // holding the advisory lock migrateLock until it commits: the schema when
-// the database is new, then each pending migration, then the version.
-func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+// the database is new (if create, else ErrNoDatabase), then each pending
+// migration, then the version.
+func migrate(ctx context.Context, pool *pgxpool.Pool, create bool) error {
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
@@ -79,6 +143,8 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 		return &SchemaTooNewError{Found: version, Known: len(steps)}
 	case version == len(steps):
 		return nil
+	case version == 0 && !create:
+		return fmt.Errorf("it has no pacer schema yet: %w", ErrNoDatabase)
 	}
 	for v := version; v < len(steps); v++ {
 		if _, err := tx.Exec(ctx, steps[v]); err != nil {

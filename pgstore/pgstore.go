@@ -56,6 +56,10 @@ type Options struct {
 	// MaxConns bounds the connection pool; 0 means pgxpool's default. The
 	// node's own connection (node.go) comes on top.
 	MaxConns int32
+	// MustExist refuses to create the schema: the database must hold a
+	// pacer database already, else Open fails with ErrNoDatabase. Every
+	// command but serve sets it.
+	MustExist bool
 	// Clock is the store's own clock: its loops' pacing, the age of its
 	// session and the offset to the database's clock are measured on it.
 	// nil means the real clock.
@@ -97,8 +101,9 @@ type Store struct {
 // and any pending migrations (under an advisory lock: processes opening at
 // once are safe) and returns the store. It fails when the schema is newer
 // than this binary knows (*SchemaTooNewError), for another application's
-// database (*NotPacerError), when opts.Key is not 32 bytes, or when the
-// key does not open the stored credentials.
+// database (*NotPacerError), for an empty one with opts.MustExist
+// (ErrNoDatabase), when opts.Key is not 32 bytes, or when the key does not
+// open the stored credentials.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	aead, err := stored.NewAEAD(opts.Key)
 	if err != nil {
@@ -124,7 +129,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		s.requestTimeout = scheduler.DefaultRequestTimeout
 	}
 	s.restartMargin.Store(int64(s.requestTimeout + scheduler.LeaseMargin))
-	if err := migrate(ctx, pool); err != nil {
+	if err := migrate(ctx, pool, !opts.MustExist); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open database: %w", err)
 	}
@@ -153,22 +158,49 @@ func (s *Store) Close() error {
 	return nil
 }
 
+// keyCheckData is the additional data of the key check's sealed value
+// (no scope has this name: it holds spaces).
+const keyCheckData = "pacer key check"
+
 // verifyKey checks that the key opens the stored credentials (of the
-// first scope), so a wrong key fails at start-up, not at the first send.
+// first scope) and the key check, which the first process to open the
+// database seals with its key, so a wrong key fails at start-up, not at
+// the first send, and two processes never seal credentials with two keys.
 func (s *Store) verifyKey(ctx context.Context) error {
+	const refused = "the credentials key does not open the stored credentials%s: every process sharing the database must use the key it was created with (PACER_SECRET_KEY or --secret-key-file)"
 	var (
 		name string
 		blob []byte
 	)
 	err := s.pool.QueryRow(ctx, `SELECT name, credentials FROM scopes ORDER BY id LIMIT 1`).Scan(&name, &blob)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil
-	} else if err != nil {
+	switch {
+	case err == nil:
+		if _, err := stored.OpenCredentials(s.aead, name, blob); err != nil {
+			return fmt.Errorf(refused, " of scope "+name)
+		}
+	case !errors.Is(err, pgx.ErrNoRows):
 		return err
 	}
-	if _, err := stored.OpenCredentials(s.aead, name, blob); err != nil {
-		return fmt.Errorf("the credentials key does not open the stored credentials of scope %s: use the key this database was created with", name)
+	err = s.pool.QueryRow(ctx, `SELECT sealed FROM key_check WHERE id = 1`).Scan(&blob)
+	if errors.Is(err, pgx.ErrNoRows) { // the first process: its key is the database's
+		check, serr := stored.SealCredentials(s.aead, keyCheckData, scheduler.Credentials{})
+		if serr != nil {
+			return serr
+		}
+		// Of processes opening at once, one inserts; all read what it wrote.
+		if _, err := s.pool.Exec(ctx, `INSERT INTO key_check (id, sealed) VALUES (1, $1) ON CONFLICT (id) DO NOTHING`, check); err != nil {
+			return fmt.Errorf("store the key check: %w", err)
+		}
+		err = s.pool.QueryRow(ctx, `SELECT sealed FROM key_check WHERE id = 1`).Scan(&blob)
 	}
+	if err != nil {
+		return fmt.Errorf("read the key check: %w", err)
+	}
+	plain, err := stored.OpenSealed(s.aead, keyCheckData, blob)
+	if err != nil {
+		return fmt.Errorf(refused, " (the key check)")
+	}
+	clear(plain)
 	return nil
 }
 
