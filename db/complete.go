@@ -194,12 +194,18 @@ func fence(ctx context.Context, tx *sql.Tx, rows []completionRow, applied []bool
 	}
 	defer res.Close()
 	for res.Next() {
-		var k int
-		var f completionRow
-		if err := res.Scan(&k, &f.rowID, &f.scopeID, &f.resource, &f.answered); err != nil {
+		var (
+			k        int
+			rowID    int64
+			scopeID  int64
+			resource string
+			answered sql.NullInt64
+		)
+		if err := res.Scan(&k, &rowID, &scopeID, &resource, &answered); err != nil {
 			return err
 		}
-		rows[k].rowID, rows[k].scopeID, rows[k].resource, rows[k].answered = f.rowID, f.scopeID, f.resource, f.answered
+		r := &rows[k]
+		r.rowID, r.scopeID, r.resource, r.answered = rowID, scopeID, resource, answered
 		applied[k] = true
 	}
 	return res.Err()

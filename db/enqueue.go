@@ -209,7 +209,6 @@ func (b *enqueueBatch) flush(ctx context.Context) error {
 		}
 		b.pending = b.pending[n:]
 	}
-	b.pending = b.pending[:0]
 	clear(b.ids)
 	clear(b.keys)
 	return nil
