@@ -396,20 +396,26 @@ func claimOperations(ctx context.Context, tx pgx.Tx, rowIDs []int64, now, leaseE
 	return ops, nil
 }
 
-// withScopes pairs operations with their scopes, each read once with its
-// credentials' values.
+// withScopes pairs operations with their scopes (claimScopes).
 func (s *Store) withScopes(ctx context.Context, tx pgx.Tx, ops []opRow) ([]scheduler.Claim, error) {
-	scopes := map[int64]scheduler.Scope{}
+	if len(ops) == 0 {
+		return nil, nil
+	}
+	var ids []int64
+	seen := map[int64]bool{}
+	for _, r := range ops {
+		if !seen[r.scopeID] {
+			seen[r.scopeID] = true
+			ids = append(ids, r.scopeID)
+		}
+	}
+	scopes, err := s.claimScopes(ctx, tx, ids)
+	if err != nil {
+		return nil, err
+	}
 	claims := make([]scheduler.Claim, 0, len(ops))
 	for _, r := range ops {
-		sc, ok := scopes[r.scopeID]
-		if !ok {
-			var err error
-			if sc, err = s.claimScope(ctx, tx, r.scopeID); err != nil {
-				return nil, err
-			}
-			scopes[r.scopeID] = sc
-		}
+		sc := scopes[r.scopeID]
 		r.Operation.Scope, r.Operation.Provider = sc.Name, sc.Provider
 		claims = append(claims, scheduler.Claim{Operation: r.Operation, Scope: sc})
 	}
