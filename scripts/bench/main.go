@@ -52,6 +52,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -89,7 +91,7 @@ func main() {
 		case "provider":
 			runProvider()
 			return
-		case "loopback", "ceiling", "river":
+		case "loopback", "ceiling", "river", "pg-ceiling", "pg-river":
 			runChild(os.Args[1], os.Args[2:])
 			return
 		case "river-lateness":
@@ -98,7 +100,7 @@ func main() {
 		}
 	}
 	n := flag.Int("n", 20000, "operations per system")
-	only := flag.String("only", "loopback,ceiling,river,pacer,pacer-lateness,river-lateness,enqueue-single", "comma-separated systems to run (loopback: HTTP calls alone, a reference; *-lateness: send time versus due time; enqueue-single: 32 clients each posting one operation per request; scale: 1M stored vs empty, not in the default set; idle: CPU while every scope waits, not in the default set)")
+	only := flag.String("only", "loopback,ceiling,river,pacer,pacer-lateness,river-lateness,enqueue-single", "comma-separated systems to run (loopback: HTTP calls alone, a reference; pg: the PostgreSQL rows pg-ceiling, pg-river, pg-pacer, pg-pacer2 (two processes), pg-pacer-lateness, not in the default set; *-lateness: send time versus due time; enqueue-single: 32 clients each posting one operation per request; scale: 1M stored vs empty, not in the default set; idle: CPU while every scope waits, not in the default set)")
 	workers := flag.Int("workers", 50, "HTTP workers for every system (pacer --workers)")
 	timeout := flag.Duration("timeout", 5*time.Minute, "bound on each system's run")
 	repo := flag.String("repo", "../..", "pacer repository root (for go build)")
@@ -131,16 +133,55 @@ func run(n int, only string, workers int, timeout time.Duration, repo, baseline 
 	defer prov.stop()
 	fmt.Fprintf(os.Stderr, "provider at %s (pid %d), n=%d, workers=%d\n", prov.url, prov.cmd.Process.Pid, n, workers)
 
+	var systems []string
+	for _, sys := range strings.Split(only, ",") {
+		if sys = strings.TrimSpace(sys); sys == "pg" {
+			systems = append(systems, pgSystems...)
+		} else {
+			systems = append(systems, sys)
+		}
+	}
+	var pg *pgServer
+	if slices.ContainsFunc(systems, func(s string) bool { return strings.HasPrefix(s, "pg-") }) {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		pg, err = startPGServer(ctx, repo, filepath.Join(tmp, "pgserve"))
+		cancel()
+		if err != nil {
+			return err
+		}
+		defer pg.stop()
+		fmt.Fprintf(os.Stderr, "postgres at %s\n", pg.url)
+	}
+
 	var results []result
 	var lateness []latenessRow
 	var scale []scaleResult
 	var idle []idleResult
-	for _, sys := range strings.Split(only, ",") {
-		sys = strings.TrimSpace(sys)
+	for _, sys := range systems {
 		var r result
 		switch sys {
 		case "loopback", "ceiling", "river":
 			r = runInChild(sys, n, workers, prov.url, tmp, timeout)
+		case "pg-ceiling", "pg-river":
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			db, err := pg.newDatabase(ctx, sys)
+			cancel()
+			if err != nil {
+				r.Err = err.Error()
+				break
+			}
+			r = runInChildOn(sys, n, workers, prov.url, tmp, db, timeout)
+		case "pg-pacer", "pg-pacer2":
+			procs := 1
+			if sys == "pg-pacer2" {
+				procs = 2
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			var err error
+			if r, err = runPacerPG(ctx, n, workers, procs, prov.url, tmp, repo, lc.KeyHeader, pg); err != nil {
+				r.Err = err.Error()
+			}
+			cancel()
 		case "pacer":
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			r = runPacer(ctx, n, workers, prov.url, tmp, repo, lc.KeyHeader)
@@ -176,8 +217,8 @@ func run(n int, only string, workers int, timeout time.Duration, repo, baseline 
 			}
 			idle = rs
 			continue
-		case "pacer-lateness", "river-lateness":
-			lr := runLateness(sys, lc, workers, prov.url, tmp, repo, timeout)
+		case "pacer-lateness", "river-lateness", "pg-pacer-lateness":
+			lr := runLateness(sys, lc, workers, prov.url, tmp, repo, timeout, pg)
 			if lr.Err != "" {
 				fmt.Fprintf(os.Stderr, "%s: error: %s\n", sys, lr.Err)
 			} else {
@@ -220,6 +261,8 @@ type childArgs struct {
 	Workers  int    `json:"workers"`
 	Provider string `json:"provider"`
 	Dir      string `json:"dir"`
+	// DB is the PostgreSQL rows' database URL.
+	DB string `json:"db,omitempty"`
 }
 
 // decodeResult parses a child's JSON result line.
