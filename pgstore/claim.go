@@ -343,11 +343,11 @@ func spendSlots(ctx context.Context, tx pgx.Tx, slots []scheduler.RateSlot, spen
 // claimedColumns is operationColumns as claimOperations reads them back:
 // from the operations row alone, with empty placeholders for the scope's
 // name and provider (withScopes fills them in) and no blocked-by.
-const claimedColumns = `id, scope_id, operation_id, '', '', kind, method, path,
-	headers, body, content_type, request_identity, state, attempt, budget_attempts,
-	next_attempt_at, hold_reason, failure_reason, last_outcome, created_at, updated_at,
-	deadline, max_attempts, max_elapsed_ms, result, lease_token, lease_expires_at,
-	first_sent_at, content_hash, maybe_applied, NULL::text, released_from_state, released_from_reason`
+const claimedColumns = `o.id, o.scope_id, o.operation_id, '', '', o.kind, o.method, o.path,
+	o.headers, o.body, o.content_type, o.request_identity, o.state, o.attempt, o.budget_attempts,
+	o.next_attempt_at, o.hold_reason, o.failure_reason, o.last_outcome, o.created_at, o.updated_at,
+	o.deadline, o.max_attempts, o.max_elapsed_ms, o.result, o.lease_token, o.lease_expires_at,
+	o.first_sent_at, o.content_hash, o.maybe_applied, NULL::text, o.released_from_state, o.released_from_reason`
 
 // claimOperations leases the locked due operations rowIDs to node and
 // writes their attempt intents, in one statement, returning them in the
@@ -358,11 +358,12 @@ func claimOperations(ctx context.Context, tx pgx.Tx, rowIDs []int64, now, leaseE
 	}
 	rows, err := tx.Query(ctx, `
 		WITH u AS (
-			UPDATE operations SET state = 'running', lease_token = lease_token + 1, lease_expires_at = $1,
-				attempt = attempt + 1, budget_attempts = budget_attempts + 1,
-				first_sent_at = COALESCE(first_sent_at, $2), updated_at = $2,
+			UPDATE operations o SET state = 'running', lease_token = o.lease_token + 1, lease_expires_at = $1,
+				attempt = o.attempt + 1, budget_attempts = o.budget_attempts + 1,
+				first_sent_at = COALESCE(o.first_sent_at, $2), updated_at = $2,
 				released_from_state = NULL, released_from_reason = NULL, lease_node = $4
-			WHERE id = ANY($3) AND state IN `+dueStates+`
+			FROM unnest($3::bigint[]) AS c (id)
+			WHERE o.id = c.id AND o.state IN `+dueStates+`
 			RETURNING `+claimedColumns+`
 		),
 		intents AS (

@@ -51,8 +51,27 @@ func completeAll(ctx context.Context, tx pgx.Tx, cs []scheduler.Completion) ([]b
 		}
 		ids[i] = c.OperationID
 	}
-	if _, err := tx.Exec(ctx, `SELECT id FROM operations WHERE operation_id = ANY($1) ORDER BY id FOR NO KEY UPDATE`, ids); err != nil {
+	locked, err := tx.Query(ctx, `SELECT operation_id, id FROM operations WHERE operation_id = ANY($1) ORDER BY id FOR NO KEY UPDATE`, ids)
+	if err != nil {
 		return nil, fmt.Errorf("lock the completed operations: %w", err)
+	}
+	rowIDs := make(map[string]int64, len(cs))
+	for locked.Next() {
+		var (
+			opID string
+			id   int64
+		)
+		if err := locked.Scan(&opID, &id); err != nil {
+			locked.Close()
+			return nil, fmt.Errorf("lock the completed operations: %w", err)
+		}
+		rowIDs[opID] = id
+	}
+	if err := locked.Err(); err != nil {
+		return nil, fmt.Errorf("lock the completed operations: %w", err)
+	}
+	for i := range rows {
+		rows[i].rowID = rowIDs[rows[i].c.OperationID] // 0, which no row has, for an unknown operation
 	}
 	applied := make([]bool, len(cs))
 	for start := 0; start < len(rows); {
@@ -140,19 +159,20 @@ func prepareCompletion(c scheduler.Completion) (completionRow, error) {
 	return r, nil
 }
 
-// completedRun is completeRun's statement. The fence: an operation row is
+// completedRun is completeRun's statement, over the operations' row IDs
+// (which the lock read) so that each row is found by its key. The fence: an operation row is
 // updated only while it is still running with the completion's lease
 // (u); its attempt row is finished (a); a fenced-out completion only
 // marks its attempt stale, if nothing (lease recovery) finished it before
 // (stale). It returns the applied completions' indexes in the run, their
-// operations' row, scope, method, path and resource as they were, and
+// operations' scope, method, path and resource as they were, and
 // whether their attempt row was found.
 const completedRun = `
 	WITH c AS (
-		SELECT * FROM unnest($1::int[], $2::text[], $3::bigint[], $4::int[], $5::text[], $6::bigint[],
+		SELECT * FROM unnest($1::int[], $2::bigint[], $3::bigint[], $4::int[], $5::text[], $6::bigint[],
 			$7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::bigint[], $13::bool[], $14::int[],
 			$15::text[], $16::int[], $17::text[], $18::text[], $19::text[], $20::text[], $21::text[])
-		AS c (k, operation_id, lease_token, attempt, state, next_at,
+		AS c (k, row_id, lease_token, attempt, state, next_at,
 			hold, failure, last_outcome, last_response, result, finished_at, maybe_applied, uncounted,
 			class, status, hint, reason, detail, response, decision)
 	),
@@ -161,24 +181,25 @@ const completedRun = `
 			last_outcome = c.last_outcome, last_response = c.last_response, result = c.result, lease_expires_at = NULL,
 			updated_at = c.finished_at, maybe_applied = o.maybe_applied OR c.maybe_applied,
 			budget_attempts = GREATEST(o.budget_attempts - c.uncounted, 0)
-		FROM c WHERE o.operation_id = c.operation_id AND o.state = 'running' AND o.lease_token = c.lease_token
-		RETURNING c.k, o.id, o.scope_id, o.method, o.path, o.resource
+		FROM c WHERE o.id = c.row_id AND o.state = 'running' AND o.lease_token = c.lease_token
+		RETURNING c.k, o.scope_id, o.method, o.path, o.resource
 	),
 	a AS (
 		UPDATE attempts a SET finished_at = c.finished_at, class = c.class, status = c.status, hint = c.hint,
 			reason = c.reason, detail = c.detail, response = c.response,
 			decided_state = c.state, decided_at = c.next_at, decision = c.decision
-		FROM u JOIN c ON c.k = u.k
-		WHERE a.operation_id = u.id AND a.number = c.attempt AND a.lease_token = c.lease_token
-		RETURNING u.k
+		FROM c
+		WHERE c.k IN (SELECT k FROM u)
+			AND a.operation_id = c.row_id AND a.number = c.attempt AND a.lease_token = c.lease_token
+		RETURNING c.k
 	),
 	stale AS (
 		UPDATE attempts a SET stale = true
-		FROM c JOIN operations o ON o.operation_id = c.operation_id
+		FROM c
 		WHERE c.k NOT IN (SELECT k FROM u)
-			AND a.operation_id = o.id AND a.number = c.attempt AND a.lease_token = c.lease_token AND a.finished_at IS NULL
+			AND a.operation_id = c.row_id AND a.number = c.attempt AND a.lease_token = c.lease_token AND a.finished_at IS NULL
 	)
-	SELECT u.k, u.id, u.scope_id, u.method, u.path, u.resource, a.k IS NOT NULL FROM u LEFT JOIN a ON a.k = u.k`
+	SELECT u.k, u.scope_id, u.method, u.path, u.resource, a.k IS NOT NULL FROM u LEFT JOIN a ON a.k = u.k`
 
 // completeRun applies rows, completions of distinct operations, setting
 // applied: one statement (completedRun), then each applied one's route
@@ -187,9 +208,9 @@ func completeRun(ctx context.Context, tx pgx.Tx, rows []completionRow, applied [
 	n := len(rows)
 	var (
 		k, attempt, uncounted, status      = make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
-		opIDs, states, outcomes, classes   = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		states, outcomes, classes          = make([]string, n), make([]string, n), make([]string, n)
 		reasons, details, decisions        = make([]string, n), make([]string, n), make([]string, n)
-		tokens, finished                   = make([]int64, n), make([]int64, n)
+		rowIDs, tokens, finished           = make([]int64, n), make([]int64, n), make([]int64, n)
 		next                               = make([]*int64, n)
 		holds, failures, lastResp, results = make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
 		hints, responses                   = make([]*string, n), make([]*string, n)
@@ -197,13 +218,13 @@ func completeRun(ctx context.Context, tx pgx.Tx, rows []completionRow, applied [
 	)
 	for i, r := range rows {
 		c, d := r.c, r.c.Decision
-		k[i], opIDs[i], tokens[i], attempt[i], states[i], next[i] = int32(i), c.OperationID, c.LeaseToken, int32(c.Attempt), string(d.State), r.next
+		k[i], rowIDs[i], tokens[i], attempt[i], states[i], next[i] = int32(i), r.rowID, c.LeaseToken, int32(c.Attempt), string(d.State), r.next
 		holds[i], failures[i], outcomes[i], lastResp[i], results[i] = r.hold, r.failure, r.lastOutcome, r.lastResponse, r.result
 		finished[i], maybe[i], uncounted[i] = millis(c.FinishedAt), d.MaybeApplied, int32(boolInt(d.Uncounted))
 		classes[i], status[i], hints[i], reasons[i] = string(c.Outcome.Class), int32(c.Outcome.Status), r.hint, c.Outcome.Reason
 		details[i], responses[i], decisions[i] = r.detail, r.attemptResp, d.Reason
 	}
-	res, err := tx.Query(ctx, completedRun, k, opIDs, tokens, attempt, states, next,
+	res, err := tx.Query(ctx, completedRun, k, rowIDs, tokens, attempt, states, next,
 		holds, failures, outcomes, lastResp, results, finished, maybe, uncounted,
 		classes, status, hints, reasons, details, responses, decisions)
 	if err != nil {
@@ -216,11 +237,11 @@ func completeRun(ctx context.Context, tx pgx.Tx, rows []completionRow, applied [
 			r     completionRow
 			found bool
 		)
-		if err := res.Scan(&i, &r.rowID, &r.scopeID, &r.method, &r.path, &r.resource, &found); err != nil {
+		if err := res.Scan(&i, &r.scopeID, &r.method, &r.path, &r.resource, &found); err != nil {
 			return fmt.Errorf("record %d completions: %w", n, err)
 		}
 		applied[i] = true
-		rows[i].rowID, rows[i].scopeID, rows[i].method, rows[i].path, rows[i].resource = r.rowID, r.scopeID, r.method, r.path, r.resource
+		rows[i].scopeID, rows[i].method, rows[i].path, rows[i].resource = r.scopeID, r.method, r.path, r.resource
 		if !found {
 			c := rows[i].c
 			return fmt.Errorf("complete attempt %d of %s: no attempt %d with lease token %d", c.Attempt, c.OperationID, c.Attempt, c.LeaseToken)

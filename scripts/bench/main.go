@@ -65,8 +65,11 @@ type result struct {
 	Seconds float64 `json:"seconds"`
 	CPUMs   float64 `json:"cpuMs"`
 	RSSKiB  int64   `json:"rssKiB"`
-	Note    string  `json:"note,omitempty"`
-	Err     string  `json:"err,omitempty"`
+	// ServerCPUMs is the PostgreSQL server's CPU over the run (the
+	// PostgreSQL rows only).
+	ServerCPUMs float64 `json:"serverCpuMs,omitempty"`
+	Note        string  `json:"note,omitempty"`
+	Err         string  `json:"err,omitempty"`
 }
 
 // opsPerSec is the run's throughput.
@@ -170,7 +173,15 @@ func run(n int, only string, workers int, timeout time.Duration, repo, baseline 
 				r.Err = err.Error()
 				break
 			}
+			srv0, err := pg.cpuMs()
+			if err != nil {
+				r.Err = err.Error()
+				break
+			}
 			r = runInChildOn(sys, n, workers, prov.url, tmp, db, timeout)
+			if srv1, err := pg.cpuMs(); err == nil {
+				r.ServerCPUMs = srv1 - srv0
+			}
 		case "pg-pacer", "pg-pacer2":
 			procs := 1
 			if sys == "pg-pacer2" {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -107,6 +108,69 @@ func (s *pgServer) stop() {
 	}
 }
 
+// cpuMs is the server's CPU time so far (user+system, ms): the postmaster
+// (pgserve's child) with its reaped children, and its live children
+// (backends, background workers).
+func (s *pgServer) cpuMs() (float64, error) {
+	stats, err := procStats()
+	if err != nil {
+		return 0, err
+	}
+	var postmaster int
+	for pid, st := range stats {
+		if st.ppid == s.cmd.Process.Pid {
+			postmaster = pid
+		}
+	}
+	if postmaster == 0 {
+		return 0, fmt.Errorf("find the postmaster under pgserve (pid %d)", s.cmd.Process.Pid)
+	}
+	sum := stats[postmaster].self + stats[postmaster].children
+	for _, st := range stats {
+		if st.ppid == postmaster {
+			sum += st.self
+		}
+	}
+	return sum, nil
+}
+
+// procStat is what procStats reads of a process: its parent, its own CPU
+// (ms) and that of its reaped children.
+type procStat struct {
+	ppid           int
+	self, children float64
+}
+
+// procStats reads every process's procStat from /proc.
+func procStats() (map[int]procStat, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("read /proc: %w", err)
+	}
+	out := map[int]procStat{}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // ended meanwhile
+		}
+		st := string(b)
+		f := strings.Fields(st[strings.LastIndexByte(st, ')')+2:])
+		if len(f) < 15 {
+			continue
+		}
+		var v [5]float64
+		for i, k := range []int{1, 11, 12, 13, 14} { // ppid, utime, stime, cutime, cstime
+			v[i], _ = strconv.ParseFloat(f[k], 64)
+		}
+		out[pid] = procStat{ppid: int(v[0]), self: (v[1] + v[2]) * 1000 / clockTicks, children: (v[3] + v[4]) * 1000 / clockTicks}
+	}
+	return out, nil
+}
+
 // newDatabase creates a fresh database for one row and returns its URL.
 func (s *pgServer) newDatabase(ctx context.Context, row string) (string, error) {
 	name := fmt.Sprintf("bench_%s_%d", strings.ReplaceAll(row, "-", "_"), s.dbs.Add(1))
@@ -181,10 +245,21 @@ func runPacerPG(ctx context.Context, n, workers, procs int, provider, tmp, repo,
 	if err != nil {
 		return r, err
 	}
+	srv0, err := srv.cpuMs()
+	if err != nil {
+		return r, err
+	}
 	profiled := make([]chan error, len(debug))
 	for i, addr := range debug {
 		profiled[i] = make(chan error, 1)
 		go func() { profiled[i] <- fetchProfile(ctx, addr, fmt.Sprintf("%s.pg-pacer%d-%d", profileTo, procs, i)) }()
+	}
+	if os.Getenv("PACERBENCH_PGSAMPLE") != "" {
+		sampler, err := startPGSampler(db)
+		if err != nil {
+			return r, err
+		}
+		defer sampler.stop(os.Stderr, fmt.Sprintf("pg-pacer%d", procs))
 	}
 	start := time.Now()
 	var b strings.Builder
@@ -213,6 +288,11 @@ func runPacerPG(ctx context.Context, n, workers, procs int, provider, tmp, repo,
 		return r, err
 	}
 	r.CPUMs = cpu1 - cpu0
+	srv1, err := srv.cpuMs()
+	if err != nil {
+		return r, err
+	}
+	r.ServerCPUMs = srv1 - srv0
 	var claims float64
 	for _, p := range ps {
 		rss, _ := procHWM(p.cmd.Process.Pid)

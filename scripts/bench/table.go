@@ -22,7 +22,11 @@ func printTable(w io.Writer, rs []result, n, workers int) {
 			continue
 		}
 		byName[r.Name] = r
-		fmt.Fprintf(w, "| %s | %.0f | %.1f | %.1f | %.2f | %s |\n", r.Name, r.opsPerSec(), r.cpuPer1k(), float64(r.RSSKiB)/1024, r.Seconds, r.Note)
+		note := r.Note
+		if r.ServerCPUMs > 0 {
+			note = fmt.Sprintf("PostgreSQL server %.1f CPU-ms / 1k ops; %s", r.ServerCPUMs/float64(r.Ops)*1000, note)
+		}
+		fmt.Fprintf(w, "| %s | %.0f | %.1f | %.1f | %.2f | %s |\n", r.Name, r.opsPerSec(), r.cpuPer1k(), float64(r.RSSKiB)/1024, r.Seconds, note)
 	}
 	if e, ok := byName["enqueue-single"]; ok {
 		if b, ok := byName["enqueue-single@base"]; ok {
