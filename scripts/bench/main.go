@@ -108,19 +108,20 @@ func main() {
 	timeout := flag.Duration("timeout", 5*time.Minute, "bound on each system's run")
 	repo := flag.String("repo", "../..", "pacer repository root (for go build)")
 	baseline := flag.String("baseline-repo", "", "a second pacer repository root (an older commit's worktree): the enqueue-single row also runs against it, first, and prints the ratio")
+	pgSettings := flag.String("pg-settings", "autovacuum_naptime=1s", "comma-separated name=value settings of the PostgreSQL rows' server (pgserve -set)")
 	var lc latenessConfig
 	flag.Float64Var(&lc.Rate, "lateness-rate", 500, "operations per second offered in the lateness runs (due times spread evenly)")
 	flag.Float64Var(&lc.Seconds, "lateness-seconds", 10, "seconds of due times in the lateness runs")
 	flag.StringVar(&lc.KeyHeader, "idempotency-header", "", "the pacer scopes' idempotency header (e.g. Idempotency-Key): their mutations then need no sync before they leave; empty: every claim batch is synced (design §11)")
 	flag.Parse()
-	if err := run(*n, *only, *workers, *timeout, *repo, *baseline, lc); err != nil {
+	if err := run(*n, *only, *workers, *timeout, *repo, *baseline, *pgSettings, lc); err != nil {
 		fmt.Fprintln(os.Stderr, "pacerbench:", err)
 		os.Exit(1)
 	}
 }
 
 // run starts the provider, measures each selected system and prints the table.
-func run(n int, only string, workers int, timeout time.Duration, repo, baseline string, lc latenessConfig) error {
+func run(n int, only string, workers int, timeout time.Duration, repo, baseline, pgSettings string, lc latenessConfig) error {
 	if n <= 0 {
 		return fmt.Errorf("check flags: -n must be positive")
 	}
@@ -147,7 +148,7 @@ func run(n int, only string, workers int, timeout time.Duration, repo, baseline 
 	var pg *pgServer
 	if slices.ContainsFunc(systems, func(s string) bool { return strings.HasPrefix(s, "pg-") }) {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		pg, err = startPGServer(ctx, repo, filepath.Join(tmp, "pgserve"))
+		pg, err = startPGServer(ctx, repo, filepath.Join(tmp, "pgserve"), pgSettings)
 		cancel()
 		if err != nil {
 			return err

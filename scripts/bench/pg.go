@@ -29,8 +29,11 @@ import (
 // pg-pacer-lateness, or -only pg for all of them) run on one throwaway
 // PostgreSQL 15 server, started once per run by the pacer repository's
 // internal/pgserver/cmd/pgserve (durable: synchronous_commit on; the
-// throwaway server's fsync is off, the same for every system), each row on
-// a database of its own:
+// throwaway server's fsync is off, the same for every system), with
+// -pg-settings (default autovacuum_naptime=1s: the tables of a fresh
+// database get statistics within seconds, as a long-running server's
+// have them, rather than after the first minute, which these runs do
+// not reach), each row on a database of its own:
 //
 //   - pg-ceiling: claim(100) with FOR UPDATE SKIP LOCKED → 50 HTTP workers
 //     → batched record, raw pgx;
@@ -52,9 +55,10 @@ type pgServer struct {
 	dbs   atomic.Int64
 }
 
-// startPGServer builds pgserve from repo into dir, starts it and reads the
-// URL it prints.
-func startPGServer(ctx context.Context, repo, dir string) (*pgServer, error) {
+// startPGServer builds pgserve from repo into dir, starts it with
+// settings (comma-separated name=value server settings) and reads the URL
+// it prints.
+func startPGServer(ctx context.Context, repo, dir, settings string) (*pgServer, error) {
 	repoAbs, err := filepath.Abs(repo)
 	if err != nil {
 		return nil, fmt.Errorf("resolve repo: %w", err)
@@ -69,7 +73,13 @@ func startPGServer(ctx context.Context, repo, dir string) (*pgServer, error) {
 	if err := build.Run(); err != nil {
 		return nil, fmt.Errorf("build pgserve in %s: %w", repoAbs, err)
 	}
-	cmd := exec.Command(bin)
+	var args []string
+	for _, set := range strings.Split(settings, ",") {
+		if set = strings.TrimSpace(set); set != "" {
+			args = append(args, "-set", set)
+		}
+	}
+	cmd := exec.Command(bin, args...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("start pgserve: %w", err)

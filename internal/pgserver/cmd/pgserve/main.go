@@ -4,15 +4,20 @@
 // URL as one line on stdout, and stops it, removing the directory, on
 // SIGTERM or SIGINT or when its standard input closes (its parent ended).
 //
-// Usage: go run ./internal/pgserver/cmd/pgserve
+// Each -set name=value is one more server setting (postgres -c), e.g.
+// -set autovacuum_naptime=1s.
+//
+// Usage: go run ./internal/pgserver/cmd/pgserve [-set name=value]…
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -26,9 +31,27 @@ func main() {
 	}
 }
 
+// settings collects the -set flags.
+type settings []string
+
+// String implements flag.Value.
+func (s *settings) String() string { return strings.Join(*s, ",") }
+
+// Set implements flag.Value: one name=value.
+func (s *settings) Set(v string) error {
+	if name, _, ok := strings.Cut(v, "="); !ok || name == "" {
+		return fmt.Errorf("want name=value, got %q", v)
+	}
+	*s = append(*s, v)
+	return nil
+}
+
 func run() error {
+	var set settings
+	flag.Var(&set, "set", "a server setting, name=value (repeatable)")
+	flag.Parse()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	srv, err := pgserver.Start(ctx, pgserver.Options{Durable: true})
+	srv, err := pgserver.Start(ctx, pgserver.Options{Durable: true, Settings: set})
 	cancel()
 	if err != nil {
 		return err
