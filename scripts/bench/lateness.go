@@ -145,6 +145,13 @@ func runPacerLateness(ctx context.Context, sys string, lc latenessConfig, worker
 	if err != nil {
 		return r, err
 	}
+	if sys == "pg-pacer-lateness" && os.Getenv("PACERBENCH_PGSAMPLE") != "" {
+		sampler, err := startPGSampler(db)
+		if err != nil {
+			return r, err
+		}
+		defer sampler.stop(os.Stderr, sys)
+	}
 	defer p.stop()
 	if err := createBenchScopes(ctx, p.hc, p.base, provider, lc.KeyHeader); err != nil {
 		return r, err

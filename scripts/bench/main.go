@@ -237,11 +237,17 @@ func run(n int, only string, workers int, timeout time.Duration, repo, baseline,
 				fmt.Fprintf(os.Stderr, "%s: %d ops, lateness p50 %.1f ms, p99 %.1f ms\n", sys, lr.Stats.Count, lr.Stats.P50, lr.Stats.P99)
 			}
 			lateness = append(lateness, lr)
+			if pg != nil {
+				dropPGDatabases(pg, timeout)
+			}
 			continue
 		case "":
 			continue
 		default:
 			return fmt.Errorf("check flags: unknown system %q", sys)
+		}
+		if pg != nil {
+			dropPGDatabases(pg, timeout)
 		}
 		r.Name = sys
 		reportRun(r)
@@ -256,6 +262,16 @@ func run(n int, only string, workers int, timeout time.Duration, repo, baseline,
 		printIdle(os.Stdout, idle)
 	}
 	return nil
+}
+
+// dropPGDatabases drops the PostgreSQL rows' databases after a row,
+// reporting a failure on stderr.
+func dropPGDatabases(pg *pgServer, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := pg.dropDatabases(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "pacerbench:", err)
+	}
 }
 
 // reportRun writes one run's outcome to stderr as it ends.

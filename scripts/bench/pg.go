@@ -53,6 +53,8 @@ type pgServer struct {
 	url   string
 	key   string // the pacer processes' PACER_SECRET_KEY
 	dbs   atomic.Int64
+	mu    sync.Mutex
+	made  []string // databases not yet dropped
 }
 
 // startPGServer builds pgserve from repo into dir, starts it with
@@ -192,12 +194,39 @@ func (s *pgServer) newDatabase(ctx context.Context, row string) (string, error) 
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
 		return "", fmt.Errorf("create database %s: %w", name, err)
 	}
+	s.mu.Lock()
+	s.made = append(s.made, name)
+	s.mu.Unlock()
 	u, err := url.Parse(s.url)
 	if err != nil {
 		return "", fmt.Errorf("parse %s: %w", s.url, err)
 	}
 	u.Path = "/" + name
 	return u.String(), nil
+}
+
+// dropDatabases drops the databases the rows so far made (their
+// processes have ended), so that the server's autovacuum does not work on
+// them during the next rows.
+func (s *pgServer) dropDatabases(ctx context.Context) error {
+	s.mu.Lock()
+	names := s.made
+	s.made = nil
+	s.mu.Unlock()
+	if len(names) == 0 {
+		return nil
+	}
+	conn, err := pgx.Connect(ctx, s.url)
+	if err != nil {
+		return fmt.Errorf("connect to postgres: %w", err)
+	}
+	defer conn.Close(context.Background())
+	for _, name := range names {
+		if _, err := conn.Exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)"); err != nil {
+			return fmt.Errorf("drop database %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // runPacerPG is the pacer row on PostgreSQL with procs processes: as
