@@ -28,6 +28,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"pacer/internal/scopecache"
 	"pacer/scheduler"
 )
 
@@ -65,7 +66,7 @@ type DB struct {
 	writer *writerHooks
 	// scopes are the opened configurations of the scopes claims handed
 	// out (claimScope).
-	scopes *scopeCache
+	scopes *scopecache.Cache
 	// idempotencies memoizes the scopes' idempotency for Enqueue.
 	idempotencies idempotencies
 
@@ -172,7 +173,7 @@ func Open(path string, opts Options) (*DB, error) {
 		readConns = DefaultReadConns
 	}
 
-	db := &DB{path: abs, aead: aead, writer: &writerHooks{}, scopes: newScopeCache(scopeCacheSize)}
+	db := &DB{path: abs, aead: aead, writer: &writerHooks{}, scopes: scopecache.New(scopecache.Size)}
 	if db.write, err = connect(abs, roleWriter, db.writer); err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}

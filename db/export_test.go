@@ -3,6 +3,7 @@ package db
 import (
 	"strconv"
 
+	"pacer/internal/scopecache"
 	"pacer/scheduler"
 )
 
@@ -87,7 +88,7 @@ func (db *DB) OnCredentialsOpen(f func(scope string)) {
 }
 
 // ScopeCacheSize is how many scopes' opened configurations a store keeps.
-const ScopeCacheSize = scopeCacheSize
+const ScopeCacheSize = scopecache.Size
 
 // WriterSynchronous returns the writer connection's PRAGMA synchronous.
 func (db *DB) WriterSynchronous() (int, error) {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"pacer/internal/scopecache"
 )
 
 // openForInspection returns a DB over an existing database file for
@@ -32,7 +34,7 @@ func openReadOnly(path string, allowNew bool) (*DB, error) {
 		return nil, err
 	}
 	read.SetMaxOpenConns(1)
-	db := &DB{path: abs, read: read, scopes: newScopeCache(scopeCacheSize)}
+	db := &DB{path: abs, read: read, scopes: scopecache.New(scopecache.Size)}
 	if err := db.recognize(context.Background(), path, allowNew); err != nil {
 		read.Close()
 		return nil, err

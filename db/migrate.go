@@ -238,7 +238,7 @@ CREATE INDEX operations_due ON operations (scope_id, resource, next_attempt_at)
 //     a version is never given to two configurations, not even to a scope
 //     that reuses the row ID of one deleted by hand. A claim reuses the
 //     scope it opened before while the version is the same
-//     (db.scopeCache).
+//     (internal/scopecache).
 const slimFeedAndScopeVersions = `
 DROP TRIGGER operations_changes_insert;
 DROP TRIGGER operations_changes_update;

@@ -122,7 +122,6 @@ func (s *Store) claimDue(ctx context.Context, tx pgx.Tx, p scheduler.ClaimParams
 	// Each budget's oldest due operations, as many as it may take; then
 	// scheduler.Admit's choice among them.
 	budgets := make([]scheduler.AdmissionBudget, len(eligible))
-	var due []scheduler.DueOperation
 	for i := range eligible {
 		b := &eligible[i]
 		if b.HasBudget {
@@ -131,14 +130,10 @@ func (s *Store) claimDue(ctx context.Context, tx pgx.Tx, p scheduler.ClaimParams
 			}
 		}
 		budgets[i] = b.AdmissionBudget
-		ds, err := findDueOperations(ctx, tx, b.Scope, b.Resource, b.readyAt, now, b.Take(p.Limit))
-		if err != nil {
-			return nil, err
-		}
-		for j := range ds {
-			ds[j].Budget = i
-		}
-		due = append(due, ds...)
+	}
+	due, err := findDueOperations(ctx, tx, eligible, budgets, now, p.Limit)
+	if err != nil {
+		return nil, err
 	}
 	picked := scheduler.Admit(budgets, due, p.Limit)
 	rowIDs := make([]int64, len(picked))
@@ -155,16 +150,8 @@ func (s *Store) claimDue(ctx context.Context, tx pgx.Tx, p scheduler.ClaimParams
 		ops[i].NextAttemptAt = fromMillis(eligibleAt[r.id])
 	}
 	slots, spent := scheduler.Admitted(budgets, picked, now)
-	for _, sl := range slots {
-		if _, err := tx.Exec(ctx, `UPDATE scopes SET next_slot_at = $1 WHERE id = $2`, sl.NextSlotAt, sl.Scope); err != nil {
-			return nil, err
-		}
-	}
-	for _, b := range spent {
-		if _, err := tx.Exec(ctx, `UPDATE scope_budgets SET remaining = remaining - $1, next_slot_at = $2
-			WHERE scope_id = $3 AND resource = $4`, b.Spent, b.NextSlotAt, b.Scope, b.Resource); err != nil {
-			return nil, err
-		}
+	if err := spendSlots(ctx, tx, slots, spent); err != nil {
+		return nil, err
 	}
 	return s.withScopes(ctx, tx, ops)
 }
@@ -272,56 +259,120 @@ func budgetPacing(ctx context.Context, tx pgx.Tx, b *eligibleBudget, now int64) 
 	return scheduler.BudgetPacingMS(due, b.Budget, b.resetAt, now), nil
 }
 
-// findDueOperations locks and returns up to n operations due at now that
-// spend a scope's budget of resource, oldest due first, skipping rows
-// another transaction holds (a manual action).
-func findDueOperations(ctx context.Context, tx pgx.Tx, scopeID int64, resource string, readyAt, now int64, n int) ([]scheduler.DueOperation, error) {
+// findDueOperations locks and returns, for each budget of eligible (its
+// AdmissionBudget in budgets), up to as many operations due at now that
+// spend it as it may take of limit, oldest due first, skipping rows
+// another transaction holds (a manual action), in one statement: each
+// with the index of its budget.
+func findDueOperations(ctx context.Context, tx pgx.Tx, eligible []eligibleBudget, budgets []scheduler.AdmissionBudget, now int64, limit int) ([]scheduler.DueOperation, error) {
+	var (
+		index     []int32
+		scopeIDs  []int64
+		resources []string
+		ready     []int64
+		take      []int32
+	)
+	for i, b := range eligible {
+		if n := budgets[i].Take(limit); n > 0 {
+			index, scopeIDs, resources = append(index, int32(i)), append(scopeIDs, b.Scope), append(resources, b.Resource)
+			ready, take = append(ready, b.readyAt), append(take, int32(n))
+		}
+	}
+	if len(index) == 0 {
+		return nil, nil
+	}
 	rows, err := tx.Query(ctx, `
-		SELECT o.id, o.next_attempt_at, GREATEST(o.next_attempt_at, $1::bigint)
-		FROM operations o
-		WHERE o.scope_id = $2 AND o.resource = $3 AND o.state IN `+dueStates+` AND o.next_attempt_at <= $4
-		ORDER BY o.next_attempt_at, o.id
-		LIMIT $5
-		FOR UPDATE SKIP LOCKED`, readyAt, scopeID, resource, now, n)
+		SELECT e.k, d.id, d.next_attempt_at, GREATEST(d.next_attempt_at, e.ready_at)
+		FROM unnest($1::int[], $2::bigint[], $3::text[], $4::bigint[], $5::int[]) AS e (k, scope_id, resource, ready_at, n)
+		CROSS JOIN LATERAL (
+			SELECT o.id, o.next_attempt_at FROM operations o
+			WHERE o.scope_id = e.scope_id AND o.resource = e.resource AND o.state IN `+dueStates+` AND o.next_attempt_at <= $6
+			ORDER BY o.next_attempt_at, o.id
+			LIMIT e.n
+			FOR UPDATE OF o SKIP LOCKED) d
+		ORDER BY e.k, d.next_attempt_at, d.id`, index, scopeIDs, resources, ready, take, now)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("lock the due operations: %w", err)
 	}
 	defer rows.Close()
 	var ops []scheduler.DueOperation
 	for rows.Next() {
-		var d scheduler.DueOperation
-		if err := rows.Scan(&d.ID, &d.NextAttemptAt, &d.Eligible); err != nil {
-			return nil, err
+		var (
+			d scheduler.DueOperation
+			k int32
+		)
+		if err := rows.Scan(&k, &d.ID, &d.NextAttemptAt, &d.Eligible); err != nil {
+			return nil, fmt.Errorf("lock the due operations: %w", err)
 		}
+		d.Budget = int(k)
 		ops = append(ops, d)
 	}
 	return ops, rows.Err()
 }
 
+// spendSlots records what a claim took of its scopes' rate slots and
+// budgets: two statements over arrays, each only when it has rows.
+func spendSlots(ctx context.Context, tx pgx.Tx, slots []scheduler.RateSlot, spent []scheduler.BudgetSpent) error {
+	if len(slots) > 0 {
+		ids, at := make([]int64, len(slots)), make([]int64, len(slots))
+		for i, sl := range slots {
+			ids[i], at[i] = sl.Scope, sl.NextSlotAt
+		}
+		if _, err := tx.Exec(ctx, `UPDATE scopes s SET next_slot_at = u.at
+			FROM unnest($1::bigint[], $2::bigint[]) AS u (id, at) WHERE s.id = u.id`, ids, at); err != nil {
+			return fmt.Errorf("take the rate slots: %w", err)
+		}
+	}
+	if len(spent) > 0 {
+		var (
+			ids, n, at []int64
+			resources  []string
+		)
+		for _, b := range spent {
+			ids, resources, n, at = append(ids, b.Scope), append(resources, b.Resource), append(n, b.Spent), append(at, b.NextSlotAt)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE scope_budgets b SET remaining = b.remaining - u.n, next_slot_at = u.at
+			FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bigint[]) AS u (scope_id, resource, n, at)
+			WHERE b.scope_id = u.scope_id AND b.resource = u.resource`, ids, resources, n, at); err != nil {
+			return fmt.Errorf("spend the budgets: %w", err)
+		}
+	}
+	return nil
+}
+
 // claimedColumns is operationColumns as claimOperations reads them back:
 // from the operations row alone, with empty placeholders for the scope's
 // name and provider (withScopes fills them in) and no blocked-by.
-const claimedColumns = `id, scope_id, operation_id, '', '', kind, method, path,
-	headers, body, content_type, request_identity, state, attempt, budget_attempts,
-	next_attempt_at, hold_reason, failure_reason, last_outcome, created_at, updated_at,
-	deadline, max_attempts, max_elapsed_ms, result, lease_token, lease_expires_at,
-	first_sent_at, content_hash, maybe_applied, NULL::text, released_from_state, released_from_reason`
+const claimedColumns = `o.id, o.scope_id, o.operation_id, '', '', o.kind, o.method, o.path,
+	o.headers, o.body, o.content_type, o.request_identity, o.state, o.attempt, o.budget_attempts,
+	o.next_attempt_at, o.hold_reason, o.failure_reason, o.last_outcome, o.created_at, o.updated_at,
+	o.deadline, o.max_attempts, o.max_elapsed_ms, o.result, o.lease_token, o.lease_expires_at,
+	o.first_sent_at, o.content_hash, o.maybe_applied, NULL::text, o.released_from_state, o.released_from_reason`
 
 // claimOperations leases the locked due operations rowIDs to node and
-// writes their attempt intents, returning them in the order of rowIDs.
+// writes their attempt intents, in one statement, returning them in the
+// order of rowIDs.
 func claimOperations(ctx context.Context, tx pgx.Tx, rowIDs []int64, now, leaseExpires int64, node int32) ([]opRow, error) {
 	if len(rowIDs) == 0 {
 		return nil, nil
 	}
 	rows, err := tx.Query(ctx, `
-		UPDATE operations SET state = 'running', lease_token = lease_token + 1, lease_expires_at = $1,
-			attempt = attempt + 1, budget_attempts = budget_attempts + 1,
-			first_sent_at = COALESCE(first_sent_at, $2), updated_at = $2,
-			released_from_state = NULL, released_from_reason = NULL, lease_node = $4
-		WHERE id = ANY($3) AND state IN `+dueStates+`
-		RETURNING `+claimedColumns, leaseExpires, now, rowIDs, node)
+		WITH u AS (
+			UPDATE operations o SET state = 'running', lease_token = o.lease_token + 1, lease_expires_at = $1,
+				attempt = o.attempt + 1, budget_attempts = o.budget_attempts + 1,
+				first_sent_at = COALESCE(o.first_sent_at, $2), updated_at = $2,
+				released_from_state = NULL, released_from_reason = NULL, lease_node = $4
+			FROM unnest($3::bigint[]) AS c (id)
+			WHERE o.id = c.id AND o.state IN `+dueStates+`
+			RETURNING `+claimedColumns+`
+		),
+		intents AS (
+			INSERT INTO attempts (operation_id, number, lease_token, started_at)
+			SELECT id, attempt, lease_token, $2 FROM u
+		)
+		SELECT * FROM u`, leaseExpires, now, rowIDs, node)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("lease the due operations: %w", err)
 	}
 	byID := make(map[int64]opRow, len(rowIDs))
 	for rows.Next() {
@@ -343,28 +394,29 @@ func claimOperations(ctx context.Context, tx pgx.Tx, rowIDs []int64, now, leaseE
 		}
 		ops[i] = r
 	}
-	if _, err := tx.Exec(ctx, `
-		INSERT INTO attempts (operation_id, number, lease_token, started_at)
-		SELECT id, attempt, lease_token, $1 FROM operations WHERE id = ANY($2)`, now, rowIDs); err != nil {
-		return nil, fmt.Errorf("record attempt intents: %w", err)
-	}
 	return ops, nil
 }
 
-// withScopes pairs operations with their scopes, each read once with its
-// credentials' values.
+// withScopes pairs operations with their scopes (claimScopes).
 func (s *Store) withScopes(ctx context.Context, tx pgx.Tx, ops []opRow) ([]scheduler.Claim, error) {
-	scopes := map[int64]scheduler.Scope{}
+	if len(ops) == 0 {
+		return nil, nil
+	}
+	var ids []int64
+	seen := map[int64]bool{}
+	for _, r := range ops {
+		if !seen[r.scopeID] {
+			seen[r.scopeID] = true
+			ids = append(ids, r.scopeID)
+		}
+	}
+	scopes, err := s.claimScopes(ctx, tx, ids)
+	if err != nil {
+		return nil, err
+	}
 	claims := make([]scheduler.Claim, 0, len(ops))
 	for _, r := range ops {
-		sc, ok := scopes[r.scopeID]
-		if !ok {
-			var err error
-			if sc, err = s.claimScope(ctx, tx, r.scopeID); err != nil {
-				return nil, err
-			}
-			scopes[r.scopeID] = sc
-		}
+		sc := scopes[r.scopeID]
 		r.Operation.Scope, r.Operation.Provider = sc.Name, sc.Provider
 		claims = append(claims, scheduler.Claim{Operation: r.Operation, Scope: sc})
 	}

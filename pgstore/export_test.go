@@ -44,3 +44,7 @@ func (s *Store) NodeID() int64 { return s.node.id.Load() }
 
 // Holds says whether the node believes it holds its lock.
 func (s *Store) Holds() bool { return s.node.held.Load() }
+
+// OnCredentialsOpen sets the hook called with the scope's name each time
+// a claim opens its sealed credentials.
+func (s *Store) OnCredentialsOpen(fn func(scope string)) { s.credentialsOpened = fn }

@@ -30,6 +30,9 @@ func migrations() []string {
 		// throttle counts (throttle.go) count across all; and the key
 		// check (verifyKey).
 		usersAndSessions,
+		// 4: scopes.config_version, by which claims reuse the scopes
+		// they opened before (scopecache.go).
+		scopeConfigVersions,
 	}
 }
 

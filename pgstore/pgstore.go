@@ -42,6 +42,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"pacer/internal/scopecache"
 	"pacer/internal/stored"
 	"pacer/scheduler"
 )
@@ -77,7 +78,10 @@ type Store struct {
 	pool    *pgxpool.Pool
 	aead    cipher.AEAD
 	commits commitHooks
-	clock   clock.Clock
+	// scopes are the opened configurations of the scopes claims handed
+	// out (scopecache.go).
+	scopes *scopecache.Cache
+	clock  clock.Clock
 
 	// node is the store's registration (node.go); wakes are the OnWake
 	// functions; announcements feed runAnnouncer (wake.go).
@@ -95,6 +99,9 @@ type Store struct {
 	// claimCommitting, when set (by tests), is called with the claims and
 	// the transaction's synchronous_commit just before a claim commits.
 	claimCommitting func(claims []scheduler.Claim, synchronousCommit string)
+	// credentialsOpened, when set (by tests), is called with the scope's
+	// name each time a claim opens its sealed credentials.
+	credentialsOpened func(scope string)
 }
 
 // Open connects to the database at url (postgres://…), applies the schema
@@ -120,7 +127,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
-	s := &Store{pool: pool, aead: aead, clock: opts.Clock, requestTimeout: opts.RequestTimeout,
+	s := &Store{pool: pool, aead: aead, scopes: scopecache.New(scopecache.Size), clock: opts.Clock, requestTimeout: opts.RequestTimeout,
 		announcements: make(chan struct{}, 1)}
 	if s.clock == nil {
 		s.clock = clock.New()

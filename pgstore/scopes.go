@@ -36,7 +36,11 @@ type scopeRow struct {
 }
 
 // scanScope reads scopeColumns.
-func scanScope(row pgx.Row) (scopeRow, error) {
+func scanScope(row pgx.Row) (scopeRow, error) { return scanScopeWith(row) }
+
+// scanScopeWith reads scopeColumns, then the columns after them into
+// extra.
+func scanScopeWith(row pgx.Row, extra ...any) (scopeRow, error) {
 	var (
 		sr                      scopeRow
 		rateRequests, ratePerMS *int64
@@ -48,7 +52,7 @@ func scanScope(row pgx.Row) (scopeRow, error) {
 	s := &sr.Scope
 	err := row.Scan(append([]any{&sr.id, &s.Name, &s.Provider, &s.BaseURL, &credType, &s.IdempotencyHeader,
 		&s.MaxConcurrent, &rateRequests, &ratePerMS, &s.Group, &s.BudgetReserve, &profileSpec,
-		&createdAt}, st.dest(s)...)...)
+		&createdAt}, append(st.dest(s), extra...)...)...)
 	if err != nil {
 		return scopeRow{}, err
 	}
@@ -375,26 +379,4 @@ func findScopeByName(ctx context.Context, tx pgx.Tx, name string) (scopeRow, err
 	}
 	sr.Resources = named[sr.id]
 	return sr, nil
-}
-
-// findScopeByID reads one scope by row ID, with its credentials' values
-// (opened from the sealed blob): what a claim's request is sent with.
-func (s *Store) claimScope(ctx context.Context, tx pgx.Tx, id int64) (scheduler.Scope, error) {
-	var blob []byte
-	sr, err := scanScope(tx.QueryRow(ctx, `SELECT `+scopeColumns+scopeFrom+`WHERE s.id = $1`, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return scheduler.Scope{}, fmt.Errorf("scope row %d: %w", id, scheduler.ErrNotFound)
-	} else if err != nil {
-		return scheduler.Scope{}, err
-	}
-	if err := tx.QueryRow(ctx, `SELECT credentials FROM scopes WHERE id = $1`, id).Scan(&blob); err != nil {
-		return scheduler.Scope{}, err
-	}
-	c, err := stored.OpenCredentials(s.aead, sr.Name, blob)
-	if err != nil {
-		return scheduler.Scope{}, err
-	}
-	sc := sr.Scope
-	sc.Credentials = c
-	return sc, nil
 }

@@ -40,6 +40,9 @@ type Options struct {
 	// server (synchronous_commit on); tests leave it off, as their data
 	// need not survive a crash of the server.
 	Durable bool
+	// Settings are more server settings ("name=value", each passed as
+	// -c), after the throwaway ones, e.g. autovacuum_naptime=1s.
+	Settings []string
 }
 
 // Server is a throwaway PostgreSQL: its data directory and unix socket in
@@ -179,10 +182,14 @@ func (s *Server) run(ctx context.Context) error {
 	if s.opts.Durable {
 		sync = "on"
 	}
-	s.cmd = s.acct.command(s.bin, "postgres", "-D", s.data(), "-k", s.dir, "-c", "listen_addresses=",
-		"-c", "fsync=off", "-c", "synchronous_commit="+sync, "-c", "full_page_writes=off",
+	args := []string{"-D", s.data(), "-k", s.dir, "-c", "listen_addresses=",
+		"-c", "fsync=off", "-c", "synchronous_commit=" + sync, "-c", "full_page_writes=off",
 		"-c", "max_connections=300", "-c", "shared_buffers=32MB", "-c", "log_min_messages=warning",
-		"-c", "deadlock_timeout=100ms")
+		"-c", "deadlock_timeout=100ms"}
+	for _, set := range s.opts.Settings {
+		args = append(args, "-c", set)
+	}
+	s.cmd = s.acct.command(s.bin, "postgres", args...)
 	s.log.Reset()
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	s.done = make(chan error, 1)

@@ -124,3 +124,21 @@ func TestDurableServerSurvivesAnImmediateStop(t *testing.T) {
 		t.Fatalf("after the restart: %d rows, %v; want the 3 committed", n, err)
 	}
 }
+
+// Options.Settings reach the server, after (so over) the throwaway ones.
+func TestSettingsReachTheServer(t *testing.T) {
+	ctx := context.Background()
+	srv, err := Start(ctx, Options{Settings: []string{"autovacuum_naptime=7s", "deadlock_timeout=250ms"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	conn := connect(t, srv.URL())
+	var naptime, deadlock string
+	if err := conn.QueryRow(ctx, `SELECT current_setting('autovacuum_naptime'), current_setting('deadlock_timeout')`).Scan(&naptime, &deadlock); err != nil {
+		t.Fatal(err)
+	}
+	if naptime != "7s" || deadlock != "250ms" {
+		t.Fatalf("autovacuum_naptime %q, deadlock_timeout %q: want 7s, 250ms", naptime, deadlock)
+	}
+}

@@ -16,11 +16,16 @@ import (
 // runInChild re-executes this binary as the named system and returns the
 // result it prints.
 func runInChild(sys string, n, workers int, provider, tmp string, timeout time.Duration) result {
+	return runInChildOn(sys, n, workers, provider, tmp, "", timeout)
+}
+
+// runInChildOn is runInChild for a PostgreSQL row on the database db.
+func runInChildOn(sys string, n, workers int, provider, tmp, db string, timeout time.Duration) result {
 	dir := filepath.Join(tmp, sys)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return result{Err: fmt.Sprintf("make dir: %v", err)}
 	}
-	return runSelf(sys, childArgs{N: n, Workers: workers, Provider: provider, Dir: dir}, timeout)
+	return runSelf(sys, childArgs{N: n, Workers: workers, Provider: provider, Dir: dir, DB: db}, timeout)
 }
 
 // runSelf re-executes this binary as the subcommand sys with args as its
@@ -74,6 +79,10 @@ func runChild(sys string, argv []string) {
 		r, err = runRiver(a)
 	case "loopback":
 		r, err = runLoopback(a)
+	case "pg-ceiling":
+		r, err = runCeilingPG(a)
+	case "pg-river":
+		r, err = runRiverPG(a)
 	}
 	if err != nil {
 		r.Err = err.Error()

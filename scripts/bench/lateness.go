@@ -66,7 +66,7 @@ type latenessRow struct {
 // runLateness clears the provider's lateness samples, runs one system's
 // lateness measurement ("pacer-lateness" or "river-lateness"), and reads the
 // provider's figures.
-func runLateness(sys string, lc latenessConfig, workers int, providerURL, tmp, repo string, timeout time.Duration) latenessRow {
+func runLateness(sys string, lc latenessConfig, workers int, providerURL, tmp, repo string, timeout time.Duration, pg *pgServer) latenessRow {
 	row := latenessRow{Name: sys, Rate: lc.Rate, N: lc.ops()}
 	if lc.Rate <= 0 || lc.Seconds <= 0 || row.N <= 0 {
 		row.Err = "check flags: -lateness-rate and -lateness-seconds must be positive"
@@ -81,9 +81,9 @@ func runLateness(sys string, lc latenessConfig, workers int, providerURL, tmp, r
 	}
 	var r result
 	switch sys {
-	case "pacer-lateness":
+	case "pacer-lateness", "pg-pacer-lateness":
 		var err error
-		if r, err = runPacerLateness(ctx, lc, workers, providerURL, tmp, repo); err != nil {
+		if r, err = runPacerLateness(ctx, sys, lc, workers, providerURL, tmp, repo, pg); err != nil {
 			r.Err = err.Error()
 		}
 	case "river-lateness":
@@ -121,21 +121,36 @@ func runLateness(sys string, lc latenessConfig, workers int, providerURL, tmp, r
 	return row
 }
 
-// runPacerLateness builds and serves pacer (with scale.go's helpers), enqueues n operations through
+// runPacerLateness builds and serves pacer (with scale.go's helpers; for
+// pg-pacer-lateness on a database of pg's), enqueues n operations through
 // the batch API (1,000 per call, round-robin over the scopes) with notBefore
 // spread evenly from due0 at the offered rate, each request carrying its due
 // time in dueHeader, and waits until none is pending.
-func runPacerLateness(ctx context.Context, lc latenessConfig, workers int, provider, tmp, repo string) (result, error) {
+func runPacerLateness(ctx context.Context, sys string, lc latenessConfig, workers int, provider, tmp, repo string, pg *pgServer) (result, error) {
 	var r result
 	n := lc.ops()
-	dir := filepath.Join(tmp, "pacer-lateness")
+	dir := filepath.Join(tmp, sys)
 	bin, err := buildPacer(ctx, repo, dir)
 	if err != nil {
 		return r, err
 	}
-	p, err := startPacer(ctx, bin, filepath.Join(dir, "pacer.db"), workers)
+	db, logPath, env := filepath.Join(dir, "pacer.db"), filepath.Join(dir, "pacer.db.log"), []string(nil)
+	if sys == "pg-pacer-lateness" {
+		if db, err = pg.newDatabase(ctx, sys); err != nil {
+			return r, err
+		}
+		logPath, env = filepath.Join(dir, "pacer.log"), []string{"PACER_SECRET_KEY=" + pg.key}
+	}
+	p, err := startPacerOn(ctx, bin, db, logPath, env, workers)
 	if err != nil {
 		return r, err
+	}
+	if sys == "pg-pacer-lateness" && os.Getenv("PACERBENCH_PGSAMPLE") != "" {
+		sampler, err := startPGSampler(db)
+		if err != nil {
+			return r, err
+		}
+		defer sampler.stop(os.Stderr, sys)
 	}
 	defer p.stop()
 	if err := createBenchScopes(ctx, p.hc, p.base, provider, lc.KeyHeader); err != nil {

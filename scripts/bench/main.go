@@ -52,6 +52,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -63,8 +65,11 @@ type result struct {
 	Seconds float64 `json:"seconds"`
 	CPUMs   float64 `json:"cpuMs"`
 	RSSKiB  int64   `json:"rssKiB"`
-	Note    string  `json:"note,omitempty"`
-	Err     string  `json:"err,omitempty"`
+	// ServerCPUMs is the PostgreSQL server's CPU over the run (the
+	// PostgreSQL rows only).
+	ServerCPUMs float64 `json:"serverCpuMs,omitempty"`
+	Note        string  `json:"note,omitempty"`
+	Err         string  `json:"err,omitempty"`
 }
 
 // opsPerSec is the run's throughput.
@@ -89,7 +94,7 @@ func main() {
 		case "provider":
 			runProvider()
 			return
-		case "loopback", "ceiling", "river":
+		case "loopback", "ceiling", "river", "pg-ceiling", "pg-river":
 			runChild(os.Args[1], os.Args[2:])
 			return
 		case "river-lateness":
@@ -98,24 +103,25 @@ func main() {
 		}
 	}
 	n := flag.Int("n", 20000, "operations per system")
-	only := flag.String("only", "loopback,ceiling,river,pacer,pacer-lateness,river-lateness,enqueue-single", "comma-separated systems to run (loopback: HTTP calls alone, a reference; *-lateness: send time versus due time; enqueue-single: 32 clients each posting one operation per request; scale: 1M stored vs empty, not in the default set; idle: CPU while every scope waits, not in the default set)")
+	only := flag.String("only", "loopback,ceiling,river,pacer,pacer-lateness,river-lateness,enqueue-single", "comma-separated systems to run (loopback: HTTP calls alone, a reference; pg: the PostgreSQL rows pg-ceiling, pg-river, pg-pacer, pg-pacer2 (two processes), pg-pacer-lateness, not in the default set; *-lateness: send time versus due time; enqueue-single: 32 clients each posting one operation per request; scale: 1M stored vs empty, not in the default set; idle: CPU while every scope waits, not in the default set)")
 	workers := flag.Int("workers", 50, "HTTP workers for every system (pacer --workers)")
 	timeout := flag.Duration("timeout", 5*time.Minute, "bound on each system's run")
 	repo := flag.String("repo", "../..", "pacer repository root (for go build)")
 	baseline := flag.String("baseline-repo", "", "a second pacer repository root (an older commit's worktree): the enqueue-single row also runs against it, first, and prints the ratio")
+	pgSettings := flag.String("pg-settings", "autovacuum_naptime=1s", "comma-separated name=value settings of the PostgreSQL rows' server (pgserve -set)")
 	var lc latenessConfig
 	flag.Float64Var(&lc.Rate, "lateness-rate", 500, "operations per second offered in the lateness runs (due times spread evenly)")
 	flag.Float64Var(&lc.Seconds, "lateness-seconds", 10, "seconds of due times in the lateness runs")
 	flag.StringVar(&lc.KeyHeader, "idempotency-header", "", "the pacer scopes' idempotency header (e.g. Idempotency-Key): their mutations then need no sync before they leave; empty: every claim batch is synced (design §11)")
 	flag.Parse()
-	if err := run(*n, *only, *workers, *timeout, *repo, *baseline, lc); err != nil {
+	if err := run(*n, *only, *workers, *timeout, *repo, *baseline, *pgSettings, lc); err != nil {
 		fmt.Fprintln(os.Stderr, "pacerbench:", err)
 		os.Exit(1)
 	}
 }
 
 // run starts the provider, measures each selected system and prints the table.
-func run(n int, only string, workers int, timeout time.Duration, repo, baseline string, lc latenessConfig) error {
+func run(n int, only string, workers int, timeout time.Duration, repo, baseline, pgSettings string, lc latenessConfig) error {
 	if n <= 0 {
 		return fmt.Errorf("check flags: -n must be positive")
 	}
@@ -131,16 +137,63 @@ func run(n int, only string, workers int, timeout time.Duration, repo, baseline 
 	defer prov.stop()
 	fmt.Fprintf(os.Stderr, "provider at %s (pid %d), n=%d, workers=%d\n", prov.url, prov.cmd.Process.Pid, n, workers)
 
+	var systems []string
+	for _, sys := range strings.Split(only, ",") {
+		if sys = strings.TrimSpace(sys); sys == "pg" {
+			systems = append(systems, pgSystems...)
+		} else {
+			systems = append(systems, sys)
+		}
+	}
+	var pg *pgServer
+	if slices.ContainsFunc(systems, func(s string) bool { return strings.HasPrefix(s, "pg-") }) {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		pg, err = startPGServer(ctx, repo, filepath.Join(tmp, "pgserve"), pgSettings)
+		cancel()
+		if err != nil {
+			return err
+		}
+		defer pg.stop()
+		fmt.Fprintf(os.Stderr, "postgres at %s\n", pg.url)
+	}
+
 	var results []result
 	var lateness []latenessRow
 	var scale []scaleResult
 	var idle []idleResult
-	for _, sys := range strings.Split(only, ",") {
-		sys = strings.TrimSpace(sys)
+	for _, sys := range systems {
 		var r result
 		switch sys {
 		case "loopback", "ceiling", "river":
 			r = runInChild(sys, n, workers, prov.url, tmp, timeout)
+		case "pg-ceiling", "pg-river":
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			db, err := pg.newDatabase(ctx, sys)
+			cancel()
+			if err != nil {
+				r.Err = err.Error()
+				break
+			}
+			srv0, err := pg.cpuMs()
+			if err != nil {
+				r.Err = err.Error()
+				break
+			}
+			r = runInChildOn(sys, n, workers, prov.url, tmp, db, timeout)
+			if srv1, err := pg.cpuMs(); err == nil {
+				r.ServerCPUMs = srv1 - srv0
+			}
+		case "pg-pacer", "pg-pacer2":
+			procs := 1
+			if sys == "pg-pacer2" {
+				procs = 2
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			var err error
+			if r, err = runPacerPG(ctx, n, workers, procs, prov.url, tmp, repo, lc.KeyHeader, pg); err != nil {
+				r.Err = err.Error()
+			}
+			cancel()
 		case "pacer":
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			r = runPacer(ctx, n, workers, prov.url, tmp, repo, lc.KeyHeader)
@@ -176,19 +229,25 @@ func run(n int, only string, workers int, timeout time.Duration, repo, baseline 
 			}
 			idle = rs
 			continue
-		case "pacer-lateness", "river-lateness":
-			lr := runLateness(sys, lc, workers, prov.url, tmp, repo, timeout)
+		case "pacer-lateness", "river-lateness", "pg-pacer-lateness":
+			lr := runLateness(sys, lc, workers, prov.url, tmp, repo, timeout, pg)
 			if lr.Err != "" {
 				fmt.Fprintf(os.Stderr, "%s: error: %s\n", sys, lr.Err)
 			} else {
 				fmt.Fprintf(os.Stderr, "%s: %d ops, lateness p50 %.1f ms, p99 %.1f ms\n", sys, lr.Stats.Count, lr.Stats.P50, lr.Stats.P99)
 			}
 			lateness = append(lateness, lr)
+			if pg != nil {
+				dropPGDatabases(pg, timeout)
+			}
 			continue
 		case "":
 			continue
 		default:
 			return fmt.Errorf("check flags: unknown system %q", sys)
+		}
+		if pg != nil {
+			dropPGDatabases(pg, timeout)
 		}
 		r.Name = sys
 		reportRun(r)
@@ -203,6 +262,16 @@ func run(n int, only string, workers int, timeout time.Duration, repo, baseline 
 		printIdle(os.Stdout, idle)
 	}
 	return nil
+}
+
+// dropPGDatabases drops the PostgreSQL rows' databases after a row,
+// reporting a failure on stderr.
+func dropPGDatabases(pg *pgServer, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := pg.dropDatabases(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "pacerbench:", err)
+	}
 }
 
 // reportRun writes one run's outcome to stderr as it ends.
@@ -220,6 +289,8 @@ type childArgs struct {
 	Workers  int    `json:"workers"`
 	Provider string `json:"provider"`
 	Dir      string `json:"dir"`
+	// DB is the PostgreSQL rows' database URL.
+	DB string `json:"db,omitempty"`
 }
 
 // decodeResult parses a child's JSON result line.

@@ -271,11 +271,18 @@ type pacerProc struct {
 // loopback port, with extra flags, and returns once it answers /healthz
 // (polled every 2 ms).
 func startPacer(ctx context.Context, bin, path string, workers int, extra ...string) (*pacerProc, error) {
+	return startPacerOn(ctx, bin, path, path+".log", nil, workers, extra...)
+}
+
+// startPacerOn is startPacer on the database db (a SQLite path or a
+// postgres:// URL), logging to logPath, with env added to the process's
+// environment.
+func startPacerOn(ctx context.Context, bin, db, logPath string, env []string, workers int, extra ...string) (*pacerProc, error) {
+	path := db
 	addr, err := freeLoopbackAddr()
 	if err != nil {
 		return nil, err
 	}
-	logPath := path + ".log"
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("create log: %w", err)
@@ -285,6 +292,9 @@ func startPacer(ctx context.Context, bin, path string, workers int, extra ...str
 		"--log-level", "info", "--retention", "0"}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start pacer: %w", err)
 	}
@@ -301,7 +311,7 @@ func startPacer(ctx context.Context, bin, path string, workers int, extra ...str
 		time.Sleep(2 * time.Millisecond)
 	}
 	stopProcess(cmd)
-	return nil, fmt.Errorf("pacer on %s did not answer /healthz within 60s (log: %s)", path, logPath)
+	return nil, fmt.Errorf("pacer did not answer /healthz within 60s (log: %s)", logPath)
 }
 
 // stop ends the process gracefully.

@@ -22,26 +22,32 @@ func printTable(w io.Writer, rs []result, n, workers int) {
 			continue
 		}
 		byName[r.Name] = r
-		fmt.Fprintf(w, "| %s | %.0f | %.1f | %.1f | %.2f | %s |\n", r.Name, r.opsPerSec(), r.cpuPer1k(), float64(r.RSSKiB)/1024, r.Seconds, r.Note)
+		note := r.Note
+		if r.ServerCPUMs > 0 {
+			note = fmt.Sprintf("PostgreSQL server %.1f CPU-ms / 1k ops; %s", r.ServerCPUMs/float64(r.Ops)*1000, note)
+		}
+		fmt.Fprintf(w, "| %s | %.0f | %.1f | %.1f | %.2f | %s |\n", r.Name, r.opsPerSec(), r.cpuPer1k(), float64(r.RSSKiB)/1024, r.Seconds, note)
 	}
 	if e, ok := byName["enqueue-single"]; ok {
 		if b, ok := byName["enqueue-single@base"]; ok {
 			fmt.Fprintf(w, "\nenqueue-single/base: enqueues/s %.2f×, CPU-ms / 1k %.2f×\n", ratio(e.opsPerSec(), b.opsPerSec()), ratio(e.cpuPer1k(), b.cpuPer1k()))
 		}
 	}
-	p, ok := byName["pacer"]
-	if !ok {
-		return
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| ratio | ops/s | CPU-ms / 1k ops | peak RSS |")
-	fmt.Fprintln(w, "| --- | ---: | ---: | ---: |")
-	for _, other := range []string{"river", "ceiling"} {
-		o, ok := byName[other]
-		if !ok {
+	header := false
+	for _, pr := range [][2]string{{"pacer", "river"}, {"pacer", "ceiling"},
+		{"pg-pacer", "pg-river"}, {"pg-pacer", "pg-ceiling"}, {"pg-pacer2", "pg-river"}, {"pg-pacer2", "pg-ceiling"}, {"pg-pacer2", "pg-pacer"}} {
+		p, ok1 := byName[pr[0]]
+		o, ok2 := byName[pr[1]]
+		if !ok1 || !ok2 {
 			continue
 		}
-		fmt.Fprintf(w, "| pacer/%s | %.2f× | %.2f× | %.2f× |\n", other,
+		if !header {
+			fmt.Fprintln(w)
+			fmt.Fprintln(w, "| ratio | ops/s | CPU-ms / 1k ops | peak RSS |")
+			fmt.Fprintln(w, "| --- | ---: | ---: | ---: |")
+			header = true
+		}
+		fmt.Fprintf(w, "| %s/%s | %.2f× | %.2f× | %.2f× |\n", pr[0], pr[1],
 			ratio(p.opsPerSec(), o.opsPerSec()), ratio(p.cpuPer1k(), o.cpuPer1k()), ratio(float64(p.RSSKiB), float64(o.RSSKiB)))
 	}
 }
