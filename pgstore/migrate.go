@@ -30,6 +30,9 @@ func migrations() []string {
 		// throttle counts (throttle.go) count across all; and the key
 		// check (verifyKey).
 		usersAndSessions,
+		// 4: the tokens of renewing grants and their refresh leases
+		// (tokens.go), as on SQLite.
+		scopeTokens,
 	}
 }
 
