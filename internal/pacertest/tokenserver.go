@@ -62,15 +62,15 @@ type TokenServer struct {
 	AppID  int64
 	AppKey *rsa.PublicKey
 
-	mu       sync.Mutex
-	refresh  map[string]bool      // refresh tokens that are current
-	access   map[string]time.Time // access token → expiry
-	revoked  map[string]bool
+	mu      sync.Mutex
+	refresh map[string]bool      // refresh tokens that are current
+	access  map[string]time.Time // access token → expiry
+	revoked map[string]bool
 	// revokeNew revokes each access token as it is issued.
 	revokeNew bool
-	script   []TokenAnswer
-	calls    []TokenCall
-	inFlight int
+	script    []TokenAnswer
+	calls     []TokenCall
+	inFlight  int
 	// MaxInFlight is the most token requests it answered at once.
 	maxInFlight int
 	// other serves the paths that are not the token endpoints'.
