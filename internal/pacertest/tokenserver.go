@@ -50,7 +50,7 @@ type TokenAnswer struct {
 // set. Safe for concurrent use.
 type TokenServer struct {
 	*httptest.Server
-	clock *clock.Mock
+	clock clock.Clock
 
 	// ClientID and ClientSecret are the client's; Auth how it must send
 	// them. ExpiresIn is the lifetime of issued access tokens.
@@ -94,7 +94,7 @@ type TokenCall struct {
 
 // NewTokenServer starts a token endpoint on clk for the client id and
 // secret, issuing tokens that live expiresIn.
-func NewTokenServer(t testing.TB, clk *clock.Mock, clientID, clientSecret string, expiresIn time.Duration) *TokenServer {
+func NewTokenServer(t testing.TB, clk clock.Clock, clientID, clientSecret string, expiresIn time.Duration) *TokenServer {
 	ts := &TokenServer{clock: clk, ClientID: clientID, ClientSecret: clientSecret, ExpiresIn: expiresIn,
 		refresh: map[string]bool{}, access: map[string]time.Time{}, revoked: map[string]bool{}}
 	mux := http.NewServeMux()
