@@ -66,6 +66,8 @@ type TokenServer struct {
 	refresh map[string]bool      // refresh tokens that are current
 	access  map[string]time.Time // access token → expiry
 	revoked map[string]bool
+	// everRefresh are every refresh token issued, spent ones included.
+	everRefresh []string
 	// revokeNew revokes each access token as it is issued.
 	revokeNew bool
 	script    []TokenAnswer
@@ -132,6 +134,7 @@ func (ts *TokenServer) IssueRefreshToken() string {
 	defer ts.mu.Unlock()
 	rt := "rt-" + random()
 	ts.refresh[rt] = true
+	ts.everRefresh = append(ts.everRefresh, rt)
 	return rt
 }
 
@@ -210,6 +213,18 @@ func (ts *TokenServer) Newest() string {
 		}
 	}
 	return best
+}
+
+// Secrets returns every token it issued: refresh tokens (spent ones
+// too) and access tokens.
+func (ts *TokenServer) Secrets() []string {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	out := append([]string(nil), ts.everRefresh...)
+	for tok := range ts.access {
+		out = append(out, tok)
+	}
+	return out
 }
 
 // Issued counts the access tokens issued.
@@ -324,6 +339,7 @@ func (ts *TokenServer) token(w http.ResponseWriter, r *http.Request) {
 		delete(ts.refresh, rt) // rotation: the old one is spent at once
 		next := "rt-" + random()
 		ts.refresh[next] = true
+		ts.everRefresh = append(ts.everRefresh, next)
 		answer["refresh_token"] = next
 	case "client_credentials":
 	default:
