@@ -86,6 +86,10 @@ type scopeTokens struct {
 	// failures counts refreshes in a row that failed for a while (429,
 	// 5xx, no answer): the next pause doubles.
 	failures int
+	// retryAt is when a refresh ahead of expiry may be tried again after
+	// one failed: sends going on with the current token do not hammer an
+	// endpoint that is failing.
+	retryAt time.Time
 }
 
 // tokenFlight is one refresh that the workers needing it wait for.
@@ -115,8 +119,12 @@ type tokenFailure struct {
 func newTokenKeeper(parent context.Context, store Store, clk clock.Clock, cfg EngineConfig) *tokenKeeper {
 	var id [6]byte
 	_, _ = crand.Read(id[:])
+	// The token endpoint's redirects are not followed: a 307 would send
+	// the client secret on to wherever it points.
+	client := *cfg.Client
+	client.CheckRedirect = useLastResponse
 	return &tokenKeeper{
-		parent: parent, store: store, clock: clk, x: &exchanger{client: cfg.Client, userAgent: cfg.UserAgent},
+		parent: parent, store: store, clock: clk, x: &exchanger{client: &client, userAgent: cfg.UserAgent},
 		requestTimeout: cfg.RequestTimeout, timeout: cfg.RequestTimeout, log: cfg.Logger, observer: cfg.Observer,
 		holder: hex.EncodeToString(id[:]), scopes: map[string]*scopeTokens{},
 	}
@@ -168,7 +176,10 @@ func (k *tokenKeeper) token(ctx context.Context, sc Scope) (tok Token, fresh boo
 	}
 	now := k.clock.Now()
 	if k.usable(cur, now) {
-		if k.refreshDue(cur, now) {
+		k.mu.Lock()
+		retryAt := k.entry(sc.Name, grant).retryAt
+		k.mu.Unlock()
+		if k.refreshDue(cur, now) && !now.Before(retryAt) {
 			k.start(sc, grant, cur) // in the background: this send goes with cur
 		}
 		return *cur, false, nil
@@ -248,9 +259,13 @@ func (k *tokenKeeper) fly(sc Scope, grant string, st *scopeTokens, f *tokenFligh
 		if st.cur == nil || !st.cur.IssuedAt.After(tok.IssuedAt) {
 			st.cur = &tok
 		}
-		st.failures = 0
-	case !fail.busy && !fail.revoked:
-		st.failures++
+		st.failures, st.retryAt = 0, time.Time{}
+	case fail.busy:
+	default:
+		if !fail.revoked {
+			st.failures++
+		}
+		st.retryAt = k.clock.Now().Add(tokenBackoff(max(st.failures-1, 0)))
 	}
 	st.flight = nil
 	k.mu.Unlock()

@@ -41,11 +41,9 @@ func (e *Engine) sendRenewing(ctx context.Context, c Claim, profile providers.Pr
 	}
 	renewed, fail := e.tokens.renew(ctx, c.Scope, tok)
 	if fail != nil {
-		// The first answer stands (a 401), unless the endpoint says
-		// more: a refusal of the grant is why, a pause is its wait.
-		if fail.busy {
-			return sr, red, nil
-		}
+		// The 401 applied nothing: the endpoint's answer decides (a
+		// refusal of the grant holds, a failure pauses, another process's
+		// refresh still running makes the operation wait for it).
 		return sendResult{}, red, fail
 	}
 	e.log.Info("provider refused a token that is no longer current: resent with a renewed one", "scope", c.Scope.Name, "operation", c.Operation.ID)
