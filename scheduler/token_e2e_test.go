@@ -379,3 +379,35 @@ func TestGitHubAppInstallationTokens(t *testing.T) {
 		t.Fatalf("detail %q does not say the endpoint refused the JWT's issuer", op.LastOutcome.Detail)
 	}
 }
+
+// A refresh ahead of expiry that fails (503) leaves the sends going on
+// with the current token, and is not tried again by every send: once per
+// backoff.
+func TestTokenRefreshAheadFailingIsNotHammered(t *testing.T) {
+	r := newTokenRun(t, time.Hour)
+	r.put(scheduler.Credentials{RefreshToken: r.ts.IssueRefreshToken()})
+	r.enqueue("first", "GET")
+	r.runAll()
+	unavailable := pacertest.TokenAnswer{Status: 503, Body: `{"error":"temporarily_unavailable"}`}
+	r.ts.Script(unavailable, unavailable, unavailable, unavailable, unavailable)
+	r.clock.Add(time.Hour - 30*time.Second) // due for renewal, still usable
+	for i := range 5 {
+		for j := range 4 {
+			r.enqueue(fmt.Sprintf("op-%d-%d", i, j), "GET")
+		}
+		r.runAll()
+		r.clock.Add(100 * time.Millisecond)
+	}
+	for i := range 5 {
+		r.wantState(fmt.Sprintf("op-%d-3", i), scheduler.StateSucceeded)
+	}
+	if calls := r.ts.Calls(); len(calls) != 2 { // the first token, one try ahead
+		t.Fatalf("%d token requests: every send retried the failing refresh ahead", len(calls))
+	}
+	r.clock.Add(2 * time.Second) // past the backoff: tried again
+	r.enqueue("later", "GET")
+	r.runAll()
+	if calls := r.ts.Calls(); len(calls) != 3 {
+		t.Fatalf("%d token requests after the backoff, want 3", len(calls))
+	}
+}
