@@ -166,7 +166,7 @@ func (k *tokenKeeper) token(ctx context.Context, sc Scope) (tok Token, fresh boo
 	cur := k.entry(sc.Name, grant).cur
 	k.mu.Unlock()
 	if cur == nil {
-		state, err := k.store.LoadToken(ctx, sc.Name)
+		state, err := k.store.LoadToken(k.parent, sc.Name)
 		if err != nil {
 			return Token{}, false, k.busy(fmt.Sprintf("token not read: %v", err), k.clock.Now().Add(tokenBackoffBase))
 		}
@@ -281,13 +281,13 @@ func (k *tokenKeeper) refresh(ctx context.Context, sc Scope, grant string, stale
 	for {
 		now := k.clock.Now()
 		holder := k.holder + ":" + strconv.FormatInt(k.seq.Add(1), 10)
-		state, leased, err := k.store.LeaseTokenRefresh(ctx, sc.Name, holder, now, now.Add(k.timeout+LeaseMargin))
+		state, leased, err := k.store.LeaseTokenRefresh(k.parent, sc.Name, holder, now, now.Add(k.timeout+LeaseMargin))
 		if err != nil {
 			return Token{}, k.busy(fmt.Sprintf("token refresh lease not taken: %v", err), now.Add(tokenBackoffBase))
 		}
 		if t := state.Token; t != nil && t.Grant == grant && (stale == nil || t.AccessToken != stale.AccessToken) && k.usable(t, now) {
 			if leased { // another refreshed meanwhile: nothing to ask
-				k.finish(ctx, sc.Name, holder, TokenRefresh{At: now})
+				k.finish(sc.Name, holder, TokenRefresh{At: now})
 			}
 			return *t, nil
 		}
@@ -317,7 +317,7 @@ func (k *tokenKeeper) exchange(ctx context.Context, sc Scope, grant, holder stri
 		red := c
 		red.CurrentRefreshToken = refreshToken
 		fail := k.classify(err, newRedactor(red), end)
-		k.finish(ctx, sc.Name, holder, TokenRefresh{At: end, Result: fail.detail})
+		k.finish(sc.Name, holder, TokenRefresh{At: end, Result: fail.detail})
 		result := refreshResultBackoff
 		if fail.revoked {
 			result = refreshResultRevoked
@@ -330,15 +330,18 @@ func (k *tokenKeeper) exchange(ctx context.Context, sc Scope, grant, holder stri
 	if tok.RefreshToken == "" && refreshToken != c.RefreshToken {
 		tok.RefreshToken = refreshToken // still the rotated one
 	}
-	k.finish(ctx, sc.Name, holder, TokenRefresh{At: end, Token: &tok, Result: RefreshOK})
+	k.finish(sc.Name, holder, TokenRefresh{At: end, Token: &tok, Result: RefreshOK})
 	k.observer.ObserveTokenRefresh(sc.Provider, refreshResultOK)
 	return tok, nil
 }
 
 // finish records a refresh's end; a failure to record it is logged (the
-// token obtained is still used by this process).
-func (k *tokenKeeper) finish(ctx context.Context, scope, holder string, r TokenRefresh) {
-	ok, err := k.store.FinishTokenRefresh(ctx, scope, holder, r)
+// token obtained is still used by this process). The store is called
+// under the keeper's parent context, as every store call of the keeper
+// is: a refresh's deadline bounds its exchange, not the record of what
+// it obtained (a rotated refresh token must not be lost to a deadline).
+func (k *tokenKeeper) finish(scope, holder string, r TokenRefresh) {
+	ok, err := k.store.FinishTokenRefresh(k.parent, scope, holder, r)
 	switch {
 	case err != nil:
 		k.log.Error("token refresh not recorded", "scope", scope, "err", err)
