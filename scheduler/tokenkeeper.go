@@ -105,10 +105,11 @@ type tokenFailure struct {
 	revoked bool
 	// busy is another process's refresh still running, or the store
 	// failing: the operation waits until until, the scope is not paused.
-	busy bool
-	// Otherwise the endpoint failed for a while: the scope pauses until
-	// until (the endpoint's Retry-After, or the keeper's backoff).
-	until  time.Time
+	busy  bool
+	until time.Time
+	// Otherwise the endpoint failed for a while: the scope pauses for
+	// hint (the endpoint's Retry-After) or the keeper's backoff, whichever
+	// is later (outcome). status is the endpoint's answer; 0 for none.
 	status int
 	hint   providers.Hint
 	detail string
