@@ -52,6 +52,9 @@ func TestPutScopeGrants(t *testing.T) {
 	if sc.Credentials.Type != "oauth2" || !sc.Credentials.Configured || sc.Credentials.TokenExpiresAt != nil {
 		t.Fatalf("credentials shown: %+v", sc.Credentials)
 	}
+	if !bytes.Contains(res.Body, []byte(`"credentials":{"type":"oauth2","configured":true,"tokenExpiresAt":null,"lastRefreshAt":null,"lastRefreshResult":null}`)) {
+		t.Fatalf("a grant without a token yet: %s", res.Body)
+	}
 	app := `{"provider":"github","baseURL":"https://api.github.com","credentials":{"type":"githubApp","appID":7,"installationID":42,"privateKey":` + string(keyJSON) + `}}`
 	sc = decodeAs[httpapi.Scope](t, b.do(http.MethodPut, "/v1/scopes/gh", app), http.StatusCreated)
 	if sc.Credentials.Type != "githubApp" || !sc.Credentials.Configured {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"strings"
 	"time"
 
@@ -165,6 +166,21 @@ type CredentialsStatus struct {
 	TokenExpiresAt    *time.Time `json:"tokenExpiresAt,omitempty"`
 	LastRefreshAt     *time.Time `json:"lastRefreshAt,omitempty"`
 	LastRefreshResult *string    `json:"lastRefreshResult,omitempty"`
+}
+
+// MarshalJSON writes the status; a renewing grant's always names its
+// token's expiry and last refresh, null before the first.
+func (c CredentialsStatus) MarshalJSON() ([]byte, error) {
+	type plain CredentialsStatus
+	if !scheduler.CredentialType(c.Type).Renews() {
+		return json.Marshal(plain(c))
+	}
+	return json.Marshal(struct {
+		plain
+		TokenExpiresAt    *time.Time `json:"tokenExpiresAt"`
+		LastRefreshAt     *time.Time `json:"lastRefreshAt"`
+		LastRefreshResult *string    `json:"lastRefreshResult"`
+	}{plain(c), c.TokenExpiresAt, c.LastRefreshAt, c.LastRefreshResult})
 }
 
 // credentialsStatus shows sc's credentials: their type, and for a
