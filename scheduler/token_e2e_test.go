@@ -411,3 +411,32 @@ func TestTokenRefreshAheadFailingIsNotHammered(t *testing.T) {
 		t.Fatalf("%d token requests after the backoff, want 3", len(calls))
 	}
 }
+
+// A token endpoint that echoes the grant's secrets in its error (in
+// Retry-After and in the description) gets none of them stored.
+func TestTokenEndpointEchoedSecretsAreRedacted(t *testing.T) {
+	r := newTokenRun(t, time.Hour)
+	rt := r.ts.IssueRefreshToken()
+	r.put(scheduler.Credentials{RefreshToken: rt, AuthStyle: scheduler.AuthStyleHeader}) // auto would probe again on the 429
+	r.ts.Script(pacertest.TokenAnswer{Status: 429, Headers: map[string]string{"Retry-After": r.ts.ClientSecret},
+		Body: `{"error":"slow_down","error_description":"client ` + r.ts.ClientSecret + ` with ` + rt + `"}`})
+	r.enqueue("x", "GET")
+	r.runAll()
+	op := r.wantState("x", scheduler.StateWaitingForBudget)
+	atts, err := r.svc.ListAttempts(context.Background(), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ := r.svc.GetScope(context.Background(), "acct")
+	texts := []string{fmt.Sprintf("%+v", *op.LastOutcome), fmt.Sprintf("%+v", op.LastOutcome.Hint), fmt.Sprintf("%+v", atts), sc.Token.RefreshResult, sc.PauseReason}
+	for _, text := range texts {
+		for _, s := range []string{r.ts.ClientSecret, rt} {
+			if strings.Contains(text, s) {
+				t.Fatalf("a secret the endpoint echoed was stored: %s", text)
+			}
+		}
+	}
+	if !strings.Contains(sc.Token.RefreshResult, "slow_down") {
+		t.Fatalf("refresh result %q does not name the endpoint's error", sc.Token.RefreshResult)
+	}
+}

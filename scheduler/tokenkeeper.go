@@ -384,6 +384,7 @@ func (k *tokenKeeper) classify(err error, red *redactor, now time.Time) *tokenFa
 		// against the answer's Date): the one reading of it.
 		out := providers.NewGeneric(providers.Options{}).Classify(providers.Exchange{Method: http.MethodPost, Response: re.Response, Body: nil, Now: now})
 		f.hint = out.Hint
+		f.hint.Raw, f.hint.Note = red.String(f.hint.Raw), red.String(f.hint.Note)
 	case revokingCodes[code] || status == http.StatusUnauthorized || (status >= 400 && status < 500):
 		f.revoked = true
 	default: // an error code at 2xx that says nothing of permanence
