@@ -144,6 +144,7 @@ func TestTokenRenewsAheadOverARunOfSends(t *testing.T) {
 			if ok < lifetimes || ok > lifetimes*2 {
 				t.Errorf("%d token requests succeeded over %s of %s tokens, want about one per lifetime (%d..%d); calls %+v", ok, elapsed, life, lifetimes, lifetimes*2, calls)
 			}
+			t.Logf("%d sends, %d token requests (%d granted) over %s of %s tokens", len(sent), len(calls), ok, elapsed, life)
 			if n := r.ts.MaxInFlight(); n != 1 {
 				t.Errorf("token endpoint saw %d requests at once, want 1", n)
 			}
