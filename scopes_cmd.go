@@ -37,15 +37,20 @@ func scopesCommand() *cli.Command {
 				Description: `Replaces the whole scope: give its credentials again, or pass
 --no-credentials to remove them. The secret (token, header value or
 password) is read from --token-file or from the environment variable
-named by --token-env, never from the command line. --file takes the
+named by --token-env, never from the command line. An oauth2 grant
+(--credentials oauth2) takes --token-url, --client-id, --scope and
+--auth-style, its client secret and refresh token from
+--client-secret-file/-env and --refresh-token-file/-env; a GitHub App
+(--credentials githubApp) --app-id, --installation-id and its private
+key from --private-key-file/-env. --file takes the
 JSON body of PUT /v1/scopes/{providerScope}; flags given with it
 override its fields.`,
 				ArgsUsage: "SCOPE",
-				Flags: []cli.Flag{
+				Flags: append([]cli.Flag{
 					&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "JSON scope to start from"},
 					&cli.StringFlag{Name: "provider", Usage: "provider profile: github, stripe, generic, …"},
 					&cli.StringFlag{Name: "base-url", Usage: "absolute URL operation paths are relative to"},
-					&cli.StringFlag{Name: "credentials", Usage: "credential type: bearer, header or basic (default bearer when a secret is given)"},
+					&cli.StringFlag{Name: "credentials", Usage: "credential type: bearer, header, basic, oauth2 or githubApp (default bearer when a secret is given)"},
 					&cli.StringFlag{Name: "token-file", Usage: "file holding the secret: bearer token, header value or basic password"},
 					&cli.StringFlag{Name: "token-env", Usage: "name of the environment variable holding the secret"},
 					&cli.StringFlag{Name: "header-name", Usage: "header carrying the secret, for --credentials header"},
@@ -56,7 +61,7 @@ override its fields.`,
 					&cli.StringFlag{Name: "idempotency-header", Usage: "header a generic provider honours idempotency keys in"},
 					&cli.StringFlag{Name: "group", Usage: "scopes sharing a provider-wide limit (default: the provider)"},
 					&cli.IntFlag{Name: "budget-reserve", Usage: "requests of the provider's budget kept back"},
-				},
+				}, grantFlags()...),
 				Action: runScopesSet,
 			}),
 			actionCommand("resume", "lift a scope's hold and pause", "SCOPE", runScopesResume,
@@ -130,6 +135,9 @@ func printScope(w io.Writer, s httpapi.Scope) error {
 	row("provider", s.Provider)
 	row("base URL", s.BaseURL)
 	row("credentials", credentialsStatus(s.Credentials))
+	if s.Credentials.Type == "oauth2" || s.Credentials.Type == "githubApp" {
+		row("token", grantStatus(s.Credentials))
+	}
 	row("status", scopeStatus(s))
 	if s.PauseReason != nil {
 		row("pause reason", showString(s.PauseReason))
@@ -246,6 +254,14 @@ func scopeRequest(c *cli.Context) (httpapi.PutScopeRequest, error) {
 // secret in --token-file or --token-env; nil when none are given.
 func credentialsFromFlags(c *cli.Context) (*httpapi.CredentialsRequest, error) {
 	typ := c.String("credentials")
+	if typ == "oauth2" || typ == "githubApp" {
+		return grantFromFlags(c, typ)
+	}
+	for _, f := range grantFlagNames {
+		if c.IsSet(f) {
+			return nil, exitf(exitUsage, "--%s needs --credentials oauth2 or githubApp", f)
+		}
+	}
 	file, env := c.String("token-file"), c.String("token-env")
 	if typ == "" && file == "" && env == "" {
 		if c.IsSet("header-name") || c.IsSet("username") {
@@ -288,7 +304,7 @@ func credentialsFromFlags(c *cli.Context) (*httpapi.CredentialsRequest, error) {
 			return nil, exitf(exitUsage, "--credentials basic needs --username")
 		}
 	default:
-		return nil, exitf(exitUsage, "--credentials must be bearer, header or basic")
+		return nil, exitf(exitUsage, "--credentials must be bearer, header, basic, oauth2 or githubApp")
 	}
 	if secret == "" && typ != "basic" {
 		return nil, exitf(exitUsage, "--credentials %s needs a secret: --token-file or --token-env", typ)

@@ -82,6 +82,11 @@ func (db *DB) CountByState(ctx context.Context, now time.Time) (scheduler.Counts
 	if err := rows.Err(); err != nil {
 		return scheduler.Counts{}, fmt.Errorf("count scopes by status: %w", err)
 	}
+	err = tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM scope_tokens WHERE expires_at > 0 AND expires_at <= ?`,
+		millis(now.Add(scheduler.TokenExpiringWithin))).Scan(&c.TokensExpiring)
+	if err != nil {
+		return scheduler.Counts{}, fmt.Errorf("count expiring tokens: %w", err)
+	}
 	return c, nil
 }
 

@@ -78,10 +78,15 @@ const undoResourceBudgets = undoCredentialTypes + `
 	CREATE INDEX operations_due ON operations (scope_id, next_attempt_at) WHERE state IN ('scheduled', 'waitingForBudget');
 	PRAGMA user_version = 5;`
 
-// undoNarrowRow takes a database from version 12 back to 11: the request
+// undoScopeTokens takes a database from version 13 back to 12.
+const undoScopeTokens = `
+	DROP TABLE scope_tokens;
+	PRAGMA user_version = 12;`
+
+// undoNarrowRow takes a database from version 13 back to 11: the request
 // and the last answer move back into the operation row (the last outcome
 // as the JSON version 11 wrote), and the attempts lose their answers.
-const undoNarrowRow = `
+const undoNarrowRow = undoScopeTokens + `
 	ALTER TABLE operations ADD COLUMN kind TEXT NOT NULL DEFAULT 'read';
 	ALTER TABLE operations ADD COLUMN method TEXT NOT NULL DEFAULT 'GET';
 	ALTER TABLE operations ADD COLUMN path TEXT NOT NULL DEFAULT '/';

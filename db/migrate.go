@@ -50,8 +50,28 @@ func migrations() []string {
 		slimFeedAndScopeVersions, // version 10
 		runningIndex,             // version 11
 		narrowHotRow,             // version 12
+		scopeTokens,              // version 13
 	}
 }
+
+// scopeTokens (issue 17, design §13) is the token of each scope whose
+// grant renews itself: sealed like the credentials (the access token, a
+// rotated refresh token, their times, and the fingerprint of the grant
+// they came from), its expiry and last refresh in the clear for the
+// scope's readers and metrics, and the refresh lease that lets one
+// refresh per scope run at a time. PutScope removes the row when the
+// credentials change.
+const scopeTokens = `
+CREATE TABLE scope_tokens (
+	scope_id       INTEGER PRIMARY KEY REFERENCES scopes (id) ON DELETE CASCADE,
+	sealed         BLOB,
+	expires_at     INTEGER NOT NULL DEFAULT 0,
+	refreshed_at   INTEGER NOT NULL DEFAULT 0,
+	refresh_result TEXT    NOT NULL DEFAULT '',
+	lease_holder   TEXT,
+	lease_until    INTEGER NOT NULL DEFAULT 0
+) STRICT;
+CREATE INDEX scope_tokens_expires ON scope_tokens (expires_at) WHERE expires_at > 0;`
 
 // runningIndex (issue 15) replaces the two partial indexes of running rows
 // (per scope, for the in-flight counts; by lease expiry, for recovery and

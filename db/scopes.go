@@ -260,6 +260,11 @@ func (db *DB) putScope(ctx context.Context, tx *sql.Tx, cfg scheduler.ScopeConfi
 	if err != nil {
 		return false, err
 	}
+	if credsChanged { // the token of the old grant, and any refresh of it, are void
+		if _, err := tx.ExecContext(ctx, `DELETE FROM scope_tokens WHERE scope_id = ?`, old.id); err != nil {
+			return false, err
+		}
+	}
 	detail := fmt.Sprintf("replaced: provider %s, %s", cfg.Provider, cfg.Describe())
 	if len(notes) > 0 {
 		detail += "; " + strings.Join(notes, "; ")
@@ -314,8 +319,13 @@ func (db *DB) ListScopes(ctx context.Context) ([]scheduler.Scope, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list scopes: %w", err)
 	}
+	tokens, err := tokenStatus(ctx, tx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("list scopes: %w", err)
+	}
 	for i := range out {
 		out[i].Resources = named[ids[i]]
+		out[i].Token = tokens[ids[i]]
 	}
 	return out, nil
 }
@@ -460,6 +470,11 @@ func (db *DB) findScopeByName(ctx context.Context, tx *sql.Tx, name string) (sco
 		return scopeRow{}, nerr
 	}
 	sr.Resources = named[sr.id]
+	tokens, terr := tokenStatus(ctx, tx, []int64{sr.id})
+	if terr != nil {
+		return scopeRow{}, terr
+	}
+	sr.Token = tokens[sr.id]
 	return sr, err
 }
 

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"strings"
 	"time"
 
@@ -38,14 +39,37 @@ type PutScopeRequest struct {
 // CredentialsRequest is a scope's credentials as written. They are
 // write-only: no response ever carries them.
 type CredentialsRequest struct {
-	// Type is "bearer" (Token), "header" (Name, Value) or "basic"
-	// (Username, Password).
+	// Type is "bearer" (Token), "header" (Name, Value), "basic"
+	// (Username, Password), "oauth2" (TokenURL, ClientID, ClientSecret,
+	// RefreshToken, Scopes, AuthStyle) or "githubApp" (AppID,
+	// InstallationID, PrivateKey): design §13.
 	Type     string `json:"type"`
 	Token    string `json:"token,omitempty"`
 	Name     string `json:"name,omitempty"`
 	Value    string `json:"value,omitempty"`
 	Username string `json:"username,omitempty"`
 	Password string `json:"password,omitempty"`
+
+	TokenURL       string   `json:"tokenURL,omitempty"`
+	ClientID       string   `json:"clientID,omitempty"`
+	ClientSecret   string   `json:"clientSecret,omitempty"`
+	RefreshToken   string   `json:"refreshToken,omitempty"`
+	Scopes         []string `json:"scopes,omitempty"`
+	AuthStyle      string   `json:"authStyle,omitempty"`
+	AppID          int64    `json:"appID,omitempty"`
+	InstallationID int64    `json:"installationID,omitempty"`
+	PrivateKey     string   `json:"privateKey,omitempty"`
+}
+
+// Credentials is the domain form of the request; the scopes go apart
+// (ScopeInput.GrantScopes), so that each is checked.
+func (c CredentialsRequest) Credentials() scheduler.Credentials {
+	return scheduler.Credentials{
+		Type: scheduler.CredentialType(c.Type), Token: c.Token, Name: c.Name,
+		Value: c.Value, Username: c.Username, Password: c.Password,
+		TokenURL: c.TokenURL, ClientID: c.ClientID, ClientSecret: c.ClientSecret, RefreshToken: c.RefreshToken,
+		AuthStyle: c.AuthStyle, AppID: c.AppID, InstallationID: c.InstallationID, PrivateKey: c.PrivateKey,
+	}
 }
 
 // RateLimit is a budget of Requests sends per window Per, a Go duration
@@ -135,6 +159,39 @@ type CredentialsStatus struct {
 	// Type is the credential type; omitted when none are configured.
 	Type       string `json:"type,omitempty"`
 	Configured bool   `json:"configured"`
+	// TokenExpiresAt is when a renewing grant's current access token
+	// expires (null before the first, or when the endpoint did not say);
+	// LastRefreshAt and LastRefreshResult are its last refresh ("ok", or
+	// the token endpoint's refusal). Absent for other credentials.
+	TokenExpiresAt    *time.Time `json:"tokenExpiresAt,omitempty"`
+	LastRefreshAt     *time.Time `json:"lastRefreshAt,omitempty"`
+	LastRefreshResult *string    `json:"lastRefreshResult,omitempty"`
+}
+
+// MarshalJSON writes the status; a renewing grant's always names its
+// token's expiry and last refresh, null before the first.
+func (c CredentialsStatus) MarshalJSON() ([]byte, error) {
+	type plain CredentialsStatus
+	if !scheduler.CredentialType(c.Type).Renews() {
+		return json.Marshal(plain(c))
+	}
+	return json.Marshal(struct {
+		plain
+		TokenExpiresAt    *time.Time `json:"tokenExpiresAt"`
+		LastRefreshAt     *time.Time `json:"lastRefreshAt"`
+		LastRefreshResult *string    `json:"lastRefreshResult"`
+	}{plain(c), c.TokenExpiresAt, c.LastRefreshAt, c.LastRefreshResult})
+}
+
+// credentialsStatus shows sc's credentials: their type, and for a
+// renewing grant its token's expiry and last refresh.
+func credentialsStatus(sc scheduler.Scope) CredentialsStatus {
+	out := CredentialsStatus{Type: string(sc.Credentials.Type), Configured: sc.Credentials.Type != scheduler.CredentialNone}
+	if sc.Credentials.Type.Renews() {
+		out.TokenExpiresAt, out.LastRefreshAt = optTime(sc.Token.ExpiresAt), optTime(sc.Token.RefreshedAt)
+		out.LastRefreshResult = optString(sc.Token.RefreshResult)
+	}
+	return out
 }
 
 // ScopeList is the body of GET /v1/scopes.
@@ -152,10 +209,7 @@ func (b PutScopeRequest) input(name string) scheduler.ScopeInput {
 		Group: b.Group, BudgetReserve: b.BudgetReserve, Profile: b.Profile,
 	}
 	if c := b.Credentials; c != nil {
-		in.Credentials = scheduler.Credentials{
-			Type: scheduler.CredentialType(c.Type), Token: c.Token, Name: c.Name,
-			Value: c.Value, Username: c.Username, Password: c.Password,
-		}
+		in.Credentials, in.GrantScopes = c.Credentials(), c.Scopes
 	}
 	if rl := b.RateLimit; rl != nil {
 		per, ok := parseDuration(rl.Per)
@@ -173,7 +227,7 @@ func newScope(sc scheduler.Scope, now time.Time) Scope {
 		ProviderScope:     sc.Name,
 		Provider:          sc.Provider,
 		BaseURL:           sc.BaseURL,
-		Credentials:       CredentialsStatus{Type: string(sc.Credentials.Type), Configured: sc.Credentials.Type != scheduler.CredentialNone},
+		Credentials:       credentialsStatus(sc),
 		IdempotencyHeader: optString(sc.IdempotencyHeader),
 		MaxConcurrent:     sc.MaxConcurrent,
 		Group:             sc.Group,

@@ -88,7 +88,7 @@ func (s *Server) uiScopeView(w http.ResponseWriter, r *http.Request, name string
 		v.Resources = append(v.Resources, rv)
 	}
 	v.Credentials.Type = string(sc.Credentials.Type)
-	if v.Credentials.Type == "" {
+	if v.Credentials.Type == "" || sc.Credentials.Type.Renews() { // the form offers the fixed types; grants are put by the API or CLI
 		v.Credentials.Type = string(scheduler.CredentialBearer)
 	}
 	for _, l := range []struct {

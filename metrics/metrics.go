@@ -15,6 +15,8 @@
 //	pacer_claim_duration_seconds                   histogram: one claim transaction (with the completions it commits)
 //	pacer_claimed_operations_total                 counter
 //	pacer_requests_in_flight                       gauge
+//	pacer_token_refreshes_total{provider,result}   counter: renewing grants' refreshes (ok, revoked, backoff)
+//	pacer_tokens_expiring_soon                     gauge, at scrape time: scopes whose token expires within 5 minutes
 //	pacer_build_info{version}                      gauge, always 1
 //
 // plus the Go runtime (go_*) and process (process_*) collectors.
@@ -73,6 +75,7 @@ type Metrics struct {
 	claimDuration   prometheus.Histogram
 	claimed         prometheus.Counter
 	inFlight        prometheus.Gauge
+	refreshes       *prometheus.CounterVec
 }
 
 var _ scheduler.Observer = (*Metrics)(nil)
@@ -116,9 +119,13 @@ func New(cfg Config) (*Metrics, error) {
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "pacer_requests_in_flight", Help: "Requests to providers being sent right now.",
 		}),
+		refreshes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pacer_token_refreshes_total",
+			Help: "Refreshes of renewing grants' access tokens that asked the token endpoint, by provider profile and result: ok, revoked (refused for good: the scope is held), backoff (429, 5xx or no answer: the scope pauses).",
+		}, []string{"provider", "result"}),
 	}
 	cs := []prometheus.Collector{
-		m.attempts, m.attemptDuration, m.lateness, m.claimDuration, m.claimed, m.inFlight,
+		m.attempts, m.attemptDuration, m.lateness, m.claimDuration, m.claimed, m.inFlight, m.refreshes,
 		newStateCollector(cfg.Counts, cfg.Clock, cfg.ScrapeTimeout),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "pacer_build_info", Help: "Always 1; the label names the running version.",
@@ -167,6 +174,11 @@ func (m *Metrics) ObserveAttempt(provider string, class providers.Class, took ti
 // ObserveInFlight implements scheduler.Observer.
 func (m *Metrics) ObserveInFlight(delta int) { m.inFlight.Add(float64(delta)) }
 
+// ObserveTokenRefresh implements scheduler.Observer.
+func (m *Metrics) ObserveTokenRefresh(provider, result string) {
+	m.refreshes.WithLabelValues(provider, result).Inc()
+}
+
 // stateCollector reports the operation and scope gauges from one store
 // query per scrape. Every state and status is reported, zero included, so
 // series do not appear and vanish.
@@ -176,6 +188,7 @@ type stateCollector struct {
 	timeout    time.Duration
 	operations *prometheus.Desc
 	scopes     *prometheus.Desc
+	expiring   *prometheus.Desc
 }
 
 func newStateCollector(counts Counter, clk clock.Clock, timeout time.Duration) *stateCollector {
@@ -183,6 +196,7 @@ func newStateCollector(counts Counter, clk clock.Clock, timeout time.Duration) *
 		counts: counts, clock: clk, timeout: timeout,
 		operations: prometheus.NewDesc("pacer_operations", "Operations by state, counted at scrape time.", []string{"state"}, nil),
 		scopes:     prometheus.NewDesc("pacer_scopes", "Provider scopes by status (open, paused, held), counted at scrape time.", []string{"status"}, nil),
+		expiring:   prometheus.NewDesc("pacer_tokens_expiring_soon", "Scopes whose renewing grant's access token expires within 5 minutes (or has expired), counted at scrape time.", nil, nil),
 	}
 }
 
@@ -190,6 +204,7 @@ func newStateCollector(counts Counter, clk clock.Clock, timeout time.Duration) *
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.operations
 	ch <- c.scopes
+	ch <- c.expiring
 }
 
 // Collect implements prometheus.Collector.
@@ -201,6 +216,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		err = fmt.Errorf("count operations and scopes: %w", err)
 		ch <- prometheus.NewInvalidMetric(c.operations, err)
 		ch <- prometheus.NewInvalidMetric(c.scopes, err)
+		ch <- prometheus.NewInvalidMetric(c.expiring, err)
 		return
 	}
 	for _, s := range scheduler.AllStates {
@@ -209,4 +225,5 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, s := range []scheduler.ScopeStatus{scheduler.ScopeOpen, scheduler.ScopePaused, scheduler.ScopeHeld} {
 		ch <- prometheus.MustNewConstMetric(c.scopes, prometheus.GaugeValue, float64(counts.Scopes[s]), string(s))
 	}
+	ch <- prometheus.MustNewConstMetric(c.expiring, prometheus.GaugeValue, float64(counts.TokensExpiring))
 }

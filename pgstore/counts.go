@@ -51,7 +51,11 @@ func (s *Store) CountByState(ctx context.Context, now time.Time) (scheduler.Coun
 			sc.PauseEnds = fromMillis(pauseEnds)
 			c.Scopes[sc.Status(now)]++
 		}
-		return rows.Err()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `SELECT COUNT(*) FROM scope_tokens WHERE expires_at > 0 AND expires_at <= $1`,
+			millis(now.Add(scheduler.TokenExpiringWithin))).Scan(&c.TokensExpiring)
 	})
 	if err != nil {
 		return scheduler.Counts{}, fmt.Errorf("count by state: %w", err)

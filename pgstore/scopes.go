@@ -198,6 +198,11 @@ func (s *Store) putScope(ctx context.Context, tx pgx.Tx, cfg scheduler.ScopeConf
 	if err != nil {
 		return false, err
 	}
+	if credsChanged { // the token of the old grant, and any refresh of it, are void
+		if _, err := tx.Exec(ctx, `DELETE FROM scope_tokens WHERE scope_id = $1`, id); err != nil {
+			return false, err
+		}
+	}
 	detail := fmt.Sprintf("replaced: provider %s, %s", cfg.Provider, cfg.Describe())
 	if len(notes) > 0 {
 		detail += "; " + strings.Join(notes, "; ")
@@ -245,8 +250,13 @@ func (s *Store) ListScopes(ctx context.Context) ([]scheduler.Scope, error) {
 		if err != nil {
 			return err
 		}
+		tokens, err := tokenStatus(ctx, tx, ids)
+		if err != nil {
+			return err
+		}
 		for i := range out {
 			out[i].Resources = named[ids[i]]
+			out[i].Token = tokens[ids[i]]
 		}
 		return nil
 	})
@@ -378,5 +388,10 @@ func findScopeByName(ctx context.Context, tx pgx.Tx, name string) (scopeRow, err
 		return scopeRow{}, err
 	}
 	sr.Resources = named[sr.id]
+	tokens, err := tokenStatus(ctx, tx, []int64{sr.id})
+	if err != nil {
+		return scopeRow{}, err
+	}
+	sr.Token = tokens[sr.id]
 	return sr, nil
 }

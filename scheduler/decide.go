@@ -210,7 +210,12 @@ func (p Policy) decideUncertain(d *Decision, op Operation, idem providers.Idempo
 // until, and behind the scope's pause once it is committed) and the
 // attempt does not count toward its retry budget.
 func (p Policy) NotSent(op Operation, until time.Time) (providers.Outcome, Decision) {
-	why := "not sent: an answer read after its claim paused the scope; it waits for the pause"
+	return p.notSent(op, until, "not sent: an answer read after its claim paused the scope; it waits for the pause")
+}
+
+// notSent decides for an attempt its worker did not send, for why, as
+// NotSent does: the operation waits until until, the attempt uncounted.
+func (p Policy) notSent(op Operation, until time.Time, why string) (providers.Outcome, Decision) {
 	out := providers.Outcome{Class: providers.ClassRateLimited, Reason: "not sent", Detail: why}
 	d := Decision{State: StateWaitingForBudget, NextAttemptAt: until, Uncounted: true, Reason: why}
 	if until.After(op.Deadline) {

@@ -190,6 +190,8 @@ type Engine struct {
 	cancelSend context.CancelFunc
 	// sender sends the claimed attempts over cfg.Client.
 	sender *sender
+	// tokens keeps the access tokens of renewing grants (design §13).
+	tokens *tokenKeeper
 
 	profilesMu sync.Mutex
 	profiles   map[[2]string]providers.Profile
@@ -228,7 +230,8 @@ func newEngine(store Store, clk clock.Clock, policy Policy, cfg EngineConfig) (*
 	}
 	sendCtx, cancel := context.WithCancel(context.Background())
 	return &Engine{
-		store: store, clock: clk, policy: policy, cfg: cfg, log: cfg.Logger,
+		tokens: newTokenKeeper(sendCtx, store, clk, cfg),
+		store:  store, clock: clk, policy: policy, cfg: cfg, log: cfg.Logger,
 		wake:           make(chan struct{}, 1),
 		slots:          make(chan struct{}, cfg.Workers),
 		finishedSignal: make(chan struct{}, 1),
@@ -636,6 +639,7 @@ func (e *Engine) shutdown() error {
 	}
 	e.flush()
 	e.settled.Wait()
+	e.tokens.wait()
 	return nil
 }
 
@@ -664,7 +668,18 @@ func (e *Engine) work(c Claim) {
 	}
 	ctx, cancel := e.clock.WithDeadline(e.sendCtx, deadline)
 	started := e.clock.Now()
-	sr := e.sender.send(ctx, c, profile, red)
+	var sr sendResult
+	if c.Scope.Credentials.Type.Renews() {
+		var fail *tokenFailure
+		if sr, red, fail = e.sendRenewing(ctx, c, profile); fail != nil {
+			cancel()
+			e.sendEnded()
+			e.tokenFailed(c, fail, e.clock.Now().UTC().Truncate(time.Millisecond))
+			return
+		}
+	} else {
+		sr = e.sender.send(ctx, c, profile, red)
+	}
 	cancel()
 	e.sendEnded()
 	now := e.clock.Now().UTC().Truncate(time.Millisecond)

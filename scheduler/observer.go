@@ -29,6 +29,10 @@ type Observer interface {
 	// ObserveInFlight records requests being sent starting (delta 1) and
 	// ending (delta -1): their sum is Engine.InFlight.
 	ObserveInFlight(delta int)
+	// ObserveTokenRefresh records one refresh of a renewing grant's token
+	// (design §13) that asked the token endpoint: result is "ok",
+	// "revoked" (refused for good) or "backoff" (429, 5xx, no answer).
+	ObserveTokenRefresh(provider, result string)
 }
 
 // NopObserver is an Observer that records nothing: the engine's default.
@@ -47,3 +51,6 @@ func (NopObserver) ObserveAttempt(string, providers.Class, time.Duration) {}
 
 // ObserveInFlight implements Observer.
 func (NopObserver) ObserveInFlight(int) {}
+
+// ObserveTokenRefresh implements Observer.
+func (NopObserver) ObserveTokenRefresh(string, string) {}

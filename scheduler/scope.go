@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"pacer/providers"
@@ -17,7 +18,18 @@ const (
 	CredentialBearer CredentialType = "bearer"
 	CredentialHeader CredentialType = "header"
 	CredentialBasic  CredentialType = "basic"
+	// CredentialOAuth2 is an OAuth 2.0 grant (design §13): the refresh
+	// token grant when RefreshToken is set, the client credentials grant
+	// otherwise. Its access token renews itself (tokenKeeper).
+	CredentialOAuth2 CredentialType = "oauth2"
+	// CredentialGitHubApp is a GitHub App installation: an RS256 app JWT
+	// signed with PrivateKey is exchanged for an installation token.
+	CredentialGitHubApp CredentialType = "githubApp"
 )
+
+// Renews reports whether the type is a grant whose access token pacer
+// obtains and renews itself.
+func (t CredentialType) Renews() bool { return t == CredentialOAuth2 || t == CredentialGitHubApp }
 
 // Credentials authenticate a scope's requests. They are secret: stored
 // encrypted, never returned by the API, never logged. String and GoString
@@ -29,7 +41,39 @@ type Credentials struct {
 	Value    string         `json:"value,omitempty"`
 	Username string         `json:"username,omitempty"`
 	Password string         `json:"password,omitempty"`
+
+	// TokenURL, ClientID, ClientSecret, RefreshToken, Scopes and
+	// AuthStyle are an oauth2 grant's. Scopes are space-separated (the
+	// wire form, RFC 6749 §3.3), so Credentials stay comparable.
+	TokenURL     string `json:"tokenURL,omitempty"`
+	ClientID     string `json:"clientID,omitempty"`
+	ClientSecret string `json:"clientSecret,omitempty"`
+	RefreshToken string `json:"refreshToken,omitempty"`
+	Scopes       string `json:"scopes,omitempty"`
+	// AuthStyle is how the client authenticates to the token endpoint:
+	// AuthStyleHeader, AuthStyleParams or AuthStyleAuto (empty).
+	AuthStyle string `json:"authStyle,omitempty"`
+	// AppID, InstallationID and PrivateKey (PEM, RSA) are a githubApp
+	// grant's.
+	AppID          int64  `json:"appID,omitempty"`
+	InstallationID int64  `json:"installationID,omitempty"`
+	PrivateKey     string `json:"privateKey,omitempty"`
+	// AccessToken is a renewing grant's current access token (and
+	// RefreshToken its current, possibly rotated, refresh token): the
+	// token keeper sets them on a claim's copy before its request is
+	// built. A scope as configured or stored never carries one.
+	AccessToken string `json:"-"`
+	// CurrentRefreshToken is the grant's rotated refresh token, set with
+	// AccessToken when the endpoint rotated it: secret as well.
+	CurrentRefreshToken string `json:"-"`
 }
+
+// The authStyle values of an oauth2 grant, as in golang.org/x/oauth2.
+const (
+	AuthStyleAuto   = "auto"
+	AuthStyleHeader = "header"
+	AuthStyleParams = "params"
+)
 
 // String implements fmt.Stringer without revealing secrets.
 func (c Credentials) String() string {
@@ -84,9 +128,16 @@ func (in ScopeInput) LogValue() slog.Value {
 // Secrets lists the secret values, for redacting diagnostics.
 func (c Credentials) Secrets() []string {
 	var out []string
-	for _, s := range []string{c.Token, c.Value, c.Password} {
+	for _, s := range []string{c.Token, c.Value, c.Password, c.ClientSecret, c.RefreshToken, c.PrivateKey, c.AccessToken, c.CurrentRefreshToken} {
 		if s != "" {
 			out = append(out, s)
+		}
+	}
+	// A private key echoed in part, or without its line breaks, is
+	// still secret: each line of its body is searched for too.
+	for _, line := range strings.Split(c.PrivateKey, "\n") {
+		if line = strings.TrimSpace(line); len(line) >= 16 && !strings.HasPrefix(line, "-----") {
+			out = append(out, line)
 		}
 	}
 	return out
@@ -153,6 +204,10 @@ type Scope struct {
 	// each holds back only the requests that spend it. Filled by the
 	// scope reads, not by claims.
 	Resources []ResourceBudget
+	// Token is what may be shown of a renewing grant's token (its expiry,
+	// its last refresh); zero for other credentials. Filled by the scope
+	// reads, not by claims.
+	Token TokenStatus
 	// InFlight is derived from leased rows.
 	InFlight  int
 	CreatedAt time.Time

@@ -206,6 +206,10 @@ func authorize(req *http.Request, c Credentials) {
 		req.Header.Set(c.Name, c.Value)
 	case CredentialBasic:
 		req.SetBasicAuth(c.Username, c.Password)
+	case CredentialOAuth2, CredentialGitHubApp:
+		if c.AccessToken != "" { // set by the token keeper (sendRenewing)
+			req.Header.Set("Authorization", "Bearer "+c.AccessToken)
+		}
 	}
 }
 

@@ -51,10 +51,13 @@ func (s *Service) Latest() time.Time { return s.policy.Latest(s.Now()) }
 
 // ScopeInput is a scope as a person writes it.
 type ScopeInput struct {
-	Name              string
-	Provider          string
-	BaseURL           string
-	Credentials       Credentials
+	Name        string
+	Provider    string
+	BaseURL     string
+	Credentials Credentials
+	// GrantScopes are an oauth2 grant's scopes, one each (PutScope checks
+	// them and joins them into Credentials.Scopes).
+	GrantScopes       []string
 	IdempotencyHeader string
 	// MaxConcurrent 0 means the profile's default.
 	MaxConcurrent int
@@ -126,6 +129,7 @@ func (s *Service) validateScope(in ScopeInput) (ScopeConfig, error) {
 		}
 	}
 	validateCredentials(v, in.Credentials)
+	validateGrant(v, in.Credentials, in.GrantScopes)
 	if in.MaxConcurrent < 0 || in.MaxConcurrent > 1000 {
 		v.add("maxConcurrent", "must be between 1 and 1000")
 	}
@@ -145,6 +149,9 @@ func (s *Service) validateScope(in ScopeInput) (ScopeConfig, error) {
 	}
 	if err := v.err(); err != nil {
 		return ScopeConfig{}, err
+	}
+	if len(in.GrantScopes) > 0 {
+		in.Credentials.Scopes = strings.Join(in.GrantScopes, " ")
 	}
 	cfg := ScopeConfig{
 		Name: in.Name, Provider: in.Provider, BaseURL: strings.TrimRight(in.BaseURL, "/"),
@@ -198,9 +205,11 @@ func checkBaseURL(raw string) string {
 func validateCredentials(v *ValidationError, c Credentials) {
 	switch c.Type {
 	case CredentialNone:
-		if c.Token != "" || c.Name != "" || c.Value != "" || c.Username != "" || c.Password != "" {
-			v.add("credentials.type", "is required when credentials are given: bearer, header or basic")
+		if c != (Credentials{}) {
+			v.add("credentials.type", "is required when credentials are given: bearer, header, basic, oauth2 or githubApp")
 		}
+	case CredentialOAuth2, CredentialGitHubApp:
+		// validateGrant
 	case CredentialBearer:
 		if c.Token == "" || strings.ContainsAny(c.Token, "\r\n") {
 			v.add("credentials.token", "is required for bearer credentials and must be one line")
@@ -223,7 +232,7 @@ func validateCredentials(v *ValidationError, c Credentials) {
 			v.add("credentials.password", "must be one line")
 		}
 	default:
-		v.add("credentials.type", "must be bearer, header or basic")
+		v.add("credentials.type", "must be bearer, header, basic, oauth2 or githubApp")
 	}
 }
 

@@ -48,6 +48,26 @@ type Store interface {
 	// returns ErrNotFound for an unknown scope. ResumeScope lifts it.
 	PauseScope(ctx context.Context, name string, until time.Time, act Action) (Scope, error)
 
+	// LoadToken returns the token state of the scope's renewing grant
+	// (design §13), its token opened: the zero TokenState when it has
+	// none; ErrNotFound for an unknown scope.
+	LoadToken(ctx context.Context, scope string) (TokenState, error)
+	// LeaseTokenRefresh takes the scope's token refresh lease for holder
+	// until `until`, in one transaction, unless another holder's lease is
+	// live at now; on a store several processes share, atomically across
+	// them, so one refresh per scope runs at a time. It returns the token
+	// state as it is then (a token another process stored while this one
+	// waited) and whether holder now holds the lease. ErrNotFound for an
+	// unknown scope.
+	LeaseTokenRefresh(ctx context.Context, scope, holder string, now, until time.Time) (TokenState, bool, error)
+	// FinishTokenRefresh records r, the end of the refresh holder made
+	// under its lease, and releases the lease: r.Token sealed (when not
+	// nil) with its expiry, and r.Result (when not empty) at r.At. It
+	// changes nothing and returns false when holder no longer holds the
+	// lease: it expired and another took it, or PutScope replaced the
+	// scope's credentials, which forgets their token and its lease.
+	FinishTokenRefresh(ctx context.Context, scope, holder string, r TokenRefresh) (bool, error)
+
 	// Enqueue stores ops in one transaction, each with its own result:
 	// created; existing (same ID and ContentHash: nothing written); or
 	// rejected with ErrConflict (same ID, other content), ErrUnknownScope
@@ -381,4 +401,10 @@ func (r PruneResult) Add(o PruneResult) PruneResult {
 type Counts struct {
 	Operations map[State]int
 	Scopes     map[ScopeStatus]int
+	// TokensExpiring counts the scopes whose renewing grant's token
+	// expires within TokenExpiringWithin of now (expired ones included).
+	TokensExpiring int
 }
+
+// TokenExpiringWithin is the horizon of Counts.TokensExpiring.
+const TokenExpiringWithin = 5 * time.Minute

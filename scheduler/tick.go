@@ -169,4 +169,5 @@ func (e *Engine) Wait() {
 	e.sending.Wait()
 	e.flush()
 	e.settled.Wait()
+	e.tokens.wait() // the token refreshes started ahead of expiry
 }

@@ -31,6 +31,7 @@ import (
 //	attempts.response         storedResult
 //	scopes.profile_spec       storedSpec
 //	scopes.credentials        storedCredentials, sealed (seal.go)
+//	scope_tokens.sealed       storedToken, sealed (token.go)
 
 // storedHeaders is operations.headers: an operation's extra request
 // headers, by name.
@@ -304,12 +305,24 @@ type storedCredentials struct {
 	Value    string `json:"value,omitempty"`
 	Username string `json:"username,omitempty"`
 	Password string `json:"password,omitempty"`
+
+	TokenURL       string `json:"tokenURL,omitempty"`
+	ClientID       string `json:"clientID,omitempty"`
+	ClientSecret   string `json:"clientSecret,omitempty"`
+	RefreshToken   string `json:"refreshToken,omitempty"`
+	Scopes         string `json:"scopes,omitempty"`
+	AuthStyle      string `json:"authStyle,omitempty"`
+	AppID          int64  `json:"appID,omitempty"`
+	InstallationID int64  `json:"installationID,omitempty"`
+	PrivateKey     string `json:"privateKey,omitempty"`
 }
 
 // encodeCredentials is the plaintext that sealCredentials seals.
 func encodeCredentials(c scheduler.Credentials) ([]byte, error) {
 	return json.Marshal(storedCredentials{
 		Type: string(c.Type), Token: c.Token, Name: c.Name, Value: c.Value, Username: c.Username, Password: c.Password,
+		TokenURL: c.TokenURL, ClientID: c.ClientID, ClientSecret: c.ClientSecret, RefreshToken: c.RefreshToken,
+		Scopes: c.Scopes, AuthStyle: c.AuthStyle, AppID: c.AppID, InstallationID: c.InstallationID, PrivateKey: c.PrivateKey,
 	})
 }
 
@@ -322,6 +335,8 @@ func decodeCredentials(plain []byte) (scheduler.Credentials, error) {
 	return scheduler.Credentials{
 		Type: scheduler.CredentialType(s.Type), Token: s.Token, Name: s.Name, Value: s.Value,
 		Username: s.Username, Password: s.Password,
+		TokenURL: s.TokenURL, ClientID: s.ClientID, ClientSecret: s.ClientSecret, RefreshToken: s.RefreshToken,
+		Scopes: s.Scopes, AuthStyle: s.AuthStyle, AppID: s.AppID, InstallationID: s.InstallationID, PrivateKey: s.PrivateKey,
 	}, nil
 }
 

@@ -36,14 +36,19 @@ func SealCredentials(aead cipher.AEAD, scope string, c scheduler.Credentials) ([
 	if err != nil {
 		return nil, errors.New("seal credentials: cannot encode")
 	}
+	defer clear(plain)
+	return seal(aead, scope, plain)
+}
+
+// seal encrypts plain with a random nonce and data as the additional
+// data: version byte | nonce | ciphertext and tag.
+func seal(aead cipher.AEAD, data string, plain []byte) ([]byte, error) {
 	out := make([]byte, 1+aead.NonceSize(), 1+aead.NonceSize()+len(plain)+aead.Overhead())
 	out[0] = sealVersion
 	if _, err := rand.Read(out[1:]); err != nil {
-		return nil, fmt.Errorf("seal credentials: %w", err)
+		return nil, fmt.Errorf("seal: %w", err)
 	}
-	out = aead.Seal(out, out[1:], plain, []byte(scope))
-	clear(plain)
-	return out, nil
+	return aead.Seal(out, out[1:], plain, []byte(data)), nil
 }
 
 // CredentialsError reports stored credentials that do not open: the key is

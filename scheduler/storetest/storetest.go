@@ -68,6 +68,8 @@ var suite = []struct {
 	{"ExpireOverdueRefusesOtherStates", testExpireOverdueRefusesOtherStates},
 	{"PruneFinished", testPruneFinished},
 	{"CountByState", testCountByState},
+	{"TokenRefreshLease", testTokenRefreshLease},
+	{"TokenRefreshLeaseIsExclusive", testTokenRefreshLeaseIsExclusive},
 }
 
 // Run runs the whole contract against the stores open returns, each test
