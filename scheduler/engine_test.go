@@ -6,26 +6,25 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/benbjohnson/clock"
 
-	"pacer/db"
-	"pacer/internal/pacertest"
+	"pacer/internal/teststore"
 	"pacer/providers"
 	"pacer/scheduler"
 )
 
-// harness is an engine over a real SQLite store in a temp dir, on a mock
-// clock; tests drive it with RunOnce and Wait.
+// harness is an engine over a real store (the one teststore selects: a
+// SQLite file in a temp dir, or a PostgreSQL database), on a mock clock;
+// tests drive it with RunOnce and Wait.
 type harness struct {
 	t      *testing.T
-	path   string
+	place  *teststore.Place
 	clock  *clock.Mock
-	store  *db.DB
+	store  teststore.Store
 	svc    *scheduler.Service
 	engine *scheduler.Engine
 	cfg    scheduler.EngineConfig
@@ -35,16 +34,19 @@ func setup(t *testing.T, cfg scheduler.EngineConfig) *harness {
 	t.Helper()
 	clk := clock.NewMock()
 	clk.Set(t0)
-	h := &harness{t: t, path: filepath.Join(t.TempDir(), "pacer.db"), clock: clk, cfg: cfg}
+	h := &harness{t: t, place: teststore.NewPlace(t), clock: clk, cfg: cfg}
 	h.open()
 	return h
 }
 
 // open (re)opens the store and builds a fresh service and engine, as a
-// restarted process would.
+// restarted process would: the store open before is closed first.
 func (h *harness) open() {
 	h.t.Helper()
-	store := pacertest.OpenStoreAt(h.t, h.path)
+	if h.store != nil {
+		h.store.Close()
+	}
+	store := h.place.Open(h.t)
 	cfg := h.cfg
 	if cfg.Random == nil {
 		cfg.Random = half
