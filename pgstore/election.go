@@ -25,6 +25,9 @@ const electionTerm = 5 * time.Minute
 // elected reports whether this node runs task now, winning or renewing its
 // term in tx.
 func (s *Store) elected(ctx context.Context, tx pgx.Tx, task string) (bool, error) {
+	if s.node.id.Load() == 0 {
+		return false, nil // no node (Options.NoNode), or one that lost its row: it runs nothing
+	}
 	var node int32
 	err := tx.QueryRow(ctx, `
 		INSERT INTO elections (task, node, expires_at) VALUES ($1, $2, `+dbNowMS+` + $3)

@@ -64,6 +64,11 @@ type Options struct {
 	// session and the offset to the database's clock are measured on it.
 	// nil means the real clock.
 	Clock clock.Clock
+	// NoNode opens the store for a command that runs no scheduler (pacer
+	// users): it registers no node, holds no lock and keeps no heartbeat,
+	// so no other node ever sees it; it claims nothing, recovers nothing
+	// and wins no election (retention, the database-wide gauges).
+	NoNode bool
 	// RequestTimeout is the longest a request of the engine may take
 	// (scheduler.EngineConfig.RequestTimeout); zero means
 	// scheduler.DefaultRequestTimeout. A node claims only while its
@@ -137,9 +142,11 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open database: %w", err)
 	}
-	if err := s.startNode(ctx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("open database: %w", err)
+	if !opts.NoNode {
+		if err := s.startNode(ctx); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("open database: %w", err)
+		}
 	}
 	actx, cancel := context.WithCancel(context.Background())
 	s.stopAnnouncer, s.announcerDone = cancel, make(chan struct{})
