@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -17,6 +18,10 @@ import (
 
 // retentionTask is the elections row of retention (PruneFinished).
 const retentionTask = "retention"
+
+// gaugesTask is the elections row of the database-wide gauges
+// (ReportsDatabaseGauges).
+const gaugesTask = "gauges"
 
 // electionTerm is how long a won election lasts without a renewal: longer
 // than the pruner's sweep interval, so its winner keeps it.
@@ -38,4 +43,30 @@ func (s *Store) elected(ctx context.Context, tx pgx.Tx, task string) (bool, erro
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// ReportsDatabaseGauges reports whether this node is the one that reports
+// the gauges counting the whole database (metrics.SharedCounter): the node
+// elected for them, winning or renewing its term. A node that is not
+// scraped any more loses them to one that is when its term ends; one that
+// closes, at once.
+func (s *Store) ReportsDatabaseGauges(ctx context.Context) (bool, error) {
+	var (
+		ok  bool
+		err error
+	)
+	for try := 1; try <= maxTries; try++ { // no OnCommit functions: a scrape wakes no one
+		err = s.writeOnce(ctx, func(tx pgx.Tx) error {
+			var err error
+			ok, err = s.elected(ctx, tx, gaugesTask)
+			return err
+		})
+		if err == nil || !retryable(err) {
+			break
+		}
+	}
+	if err != nil {
+		return false, fmt.Errorf("elect the node reporting the database-wide gauges: %w", err)
+	}
+	return ok, nil
 }
