@@ -47,6 +47,23 @@ func pgExec(t *testing.T, u, sql string) {
 	}
 }
 
+// lastNodeID is the last node id the database at u handed out: every
+// registration draws one, even a node that has gone since.
+func lastNodeID(t *testing.T, u string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var id int64
+	if err := conn.QueryRow(ctx, `SELECT COALESCE(pg_sequence_last_value(pg_get_serial_sequence('nodes', 'id')), 0)`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
 // runBinaryIn runs the pacer binary with args in dir, its environment
 // without the caller's PACER_ variables plus env, and returns what it
 // printed and its exit code. A command still running after 30 s (a serve
@@ -384,11 +401,15 @@ func TestPostgresCheckBackupUsers(t *testing.T) {
 		t.Errorf("check with PACER_DB: exit %d %q", code, out)
 	}
 
+	nodesBefore := lastNodeID(t, db)
 	r := runPacer(ctx, nil, "a long staff password\n", "users", "add", "--db", db, "--secret-key", pgKey(), "--role", "viewer", "vic")
 	r.ok(t)
 	out, code = runBinaryIn(t, dir, append(keyEnv, "PACER_DB="+db), "users", "list")
 	if code != 0 || !strings.Contains(out, "vic") || !strings.Contains(out, "viewer") {
 		t.Errorf("users list: exit %d %q, want vic, a viewer", code, out)
+	}
+	if after := lastNodeID(t, db); after != nodesBefore {
+		t.Errorf("users registered %d nodes: a command that runs no scheduler is no node", after-nodesBefore)
 	}
 
 	foreign := pgtest.URL(t)
