@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +47,31 @@ func pgExec(t *testing.T, u, sql string) {
 	if _, err := conn.Exec(ctx, sql); err != nil {
 		t.Fatalf("%s: %v", sql, err)
 	}
+}
+
+// scrapeGauge reads the series named series (with its labels, as
+// exposed) from p's /metrics; false when p does not report it.
+func scrapeGauge(t *testing.T, p *pacerProc, series string) (float64, bool) {
+	t.Helper()
+	resp, err := http.Get(p.base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET %s/metrics: %d, %v", p.base, resp.StatusCode, err)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %q: %v", series, line, err)
+			}
+			return f, true
+		}
+	}
+	return 0, false
 }
 
 // lastNodeID is the last node id the database at u handed out: every
@@ -139,6 +166,21 @@ func TestPostgresTwoServesOneDatabase(t *testing.T) {
 		if p := fmt.Sprintf("/charge/%d", i); sends[p] != 1 {
 			t.Errorf("%s sent %d times, want once", p, sends[p])
 		}
+	}
+	// The database-wide gauges come from one process only, so their sum
+	// over the processes is the database's figure.
+	succeeded, reporters := 0.0, 0
+	for _, p := range []*pacerProc{a, b} {
+		v, ok := scrapeGauge(t, p, `pacer_operations{state="succeeded"}`)
+		if ok {
+			succeeded, reporters = succeeded+v, reporters+1
+		}
+		if _, backlog := scrapeGauge(t, p, `pacer_feed_backlog`); backlog != ok {
+			t.Errorf("%s reports pacer_operations %v but pacer_feed_backlog %v", p.base, ok, backlog)
+		}
+	}
+	if reporters != 1 || succeeded != n {
+		t.Errorf("pacer_operations{state=\"succeeded\"}: reported by %d processes, summing to %v; want 1 reporting %d", reporters, succeeded, n)
 	}
 
 	// Staff accounts and sessions are the database's, not a process's.
