@@ -51,20 +51,12 @@ func (s *Store) elected(ctx context.Context, tx pgx.Tx, task string) (bool, erro
 // scraped any more loses them to one that is when its term ends; one that
 // closes, at once.
 func (s *Store) ReportsDatabaseGauges(ctx context.Context) (bool, error) {
-	var (
-		ok  bool
-		err error
-	)
-	for try := 1; try <= maxTries; try++ { // no OnCommit functions: a scrape wakes no one
-		err = s.writeOnce(ctx, func(tx pgx.Tx) error {
-			var err error
-			ok, err = s.elected(ctx, tx, gaugesTask)
-			return err
-		})
-		if err == nil || !retryable(err) {
-			break
-		}
-	}
+	var ok bool
+	err := s.writeRetrying(ctx, func(tx pgx.Tx) error { // a scrape wakes no one
+		var err error
+		ok, err = s.elected(ctx, tx, gaugesTask)
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("elect the node reporting the database-wide gauges: %w", err)
 	}

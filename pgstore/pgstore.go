@@ -217,16 +217,24 @@ const maxTries = 5
 
 // write runs fn in a transaction and commits it, running it again (from
 // the start, in a new transaction) when PostgreSQL aborted it for a
-// deadlock or a serialization failure; fn must not keep anything of a run
-// that failed. After the commit it calls the OnCommit functions.
+// deadlock or a serialization failure (writeRetrying). After the commit it
+// calls the OnCommit functions.
 func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	if err := s.writeRetrying(ctx, fn); err != nil {
+		return err
+	}
+	s.commits.committed()
+	return nil
+}
+
+// writeRetrying is write without the OnCommit functions, for a write that
+// wakes no one: fn runs in a transaction, again (from the start, in a new
+// transaction) when PostgreSQL aborted it for a deadlock or a
+// serialization failure; fn must not keep anything of a run that failed.
+func (s *Store) writeRetrying(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	var err error
 	for try := 1; try <= maxTries; try++ {
-		if err = s.writeOnce(ctx, fn); err == nil {
-			s.commits.committed()
-			return nil
-		}
-		if !retryable(err) {
+		if err = s.writeOnce(ctx, fn); err == nil || !retryable(err) {
 			return err
 		}
 	}
