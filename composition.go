@@ -58,7 +58,9 @@ type ServeConfig struct {
 	// operations and traffic; DemoForce lets it onto a database that
 	// already has scopes.
 	Demo, DemoForce bool
-	// Clock is the scheduler's clock; nil means the real one.
+	// Clock is the scheduler's clock; nil means the real one. On
+	// PostgreSQL the scheduler reads the database's time, measured on it
+	// (pgstore.Store.Clock), so that every node's times agree.
 	Clock clock.Clock
 	// Logger receives every log; nil discards.
 	Logger *slog.Logger
@@ -79,6 +81,9 @@ type Main struct {
 	dbPath string
 	store  serviceStore
 	shared bool // the store is PostgreSQL's, shared with other processes
+	// clock is the scheduler's: Config.Clock, or on PostgreSQL the
+	// database's time measured on it.
+	clock clock.Clock
 	// throttle counts failed sign-ins in the database other processes
 	// share; nil (SQLite) means the API's own, in memory.
 	throttle httpapi.SignInThrottle
@@ -122,7 +127,8 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	clk, logger := cfg.Clock, cfg.Logger
+	logger := cfg.Logger
+	m.clock = cfg.Clock
 	defer func() {
 		if err != nil {
 			m.Close()
@@ -149,6 +155,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	clk := m.clock
 	if cfg.Demo {
 		if err := refuseDemoOnRealData(ctx, m.store, dbName(m.dbPath), cfg.DemoForce); err != nil {
 			return cli.Exit(err.Error(), 2)
@@ -312,7 +319,10 @@ func (m *Main) openSQLite(ctx context.Context) error {
 // advisory lock, refuses a key that does not open the stored credentials
 // (exit 1) and registers this process as a node, whose requests last at
 // most the engine's request timeout. Start-up recovery (Scheduler.Recover)
-// then takes only the leases of nodes known dead, never a live one's. The sign-in throttle is the database's, so its
+// then takes only the leases of nodes known dead, never a live one's. The
+// scheduler's clock is the database's (Store.Clock): the leases it writes
+// and the expiry it recovers them by are database time, whatever this
+// machine's clock says. The sign-in throttle is the database's, so its
 // limits hold across processes. No checkpointer: PostgreSQL checkpoints
 // itself.
 func (m *Main) openPostgres(ctx context.Context) error {
@@ -322,9 +332,9 @@ func (m *Main) openPostgres(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.store, m.throttle = store, store
+	m.store, m.throttle, m.clock = store, store, store.Clock(cfg.Clock)
 	m.onClose(func() { store.Close() })
-	if err := store.Writable(ctx, cfg.Clock.Now()); err != nil {
+	if err := store.Writable(ctx, m.clock.Now()); err != nil {
 		return cli.Exit(fmt.Sprintf("database %s does not accept writes: %s", pgstore.Redact(m.dbPath), errLine(err)), 1)
 	}
 	return nil

@@ -46,6 +46,8 @@ var (
 	_ serviceStore = (*pgstore.Store)(nil)
 	_ staffStore   = (*db.DB)(nil)
 	_ staffStore   = (*pgstore.Store)(nil)
+	// On PostgreSQL one node reports the database-wide gauges.
+	_ metrics.SharedCounter = (*pgstore.Store)(nil)
 	// On PostgreSQL the sign-in throttle is shared too.
 	_ httpapi.SignInThrottle = (*pgstore.Store)(nil)
 )

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +47,48 @@ func pgExec(t *testing.T, u, sql string) {
 	if _, err := conn.Exec(ctx, sql); err != nil {
 		t.Fatalf("%s: %v", sql, err)
 	}
+}
+
+// scrapeGauge reads the series named series (with its labels, as
+// exposed) from p's /metrics; false when p does not report it.
+func scrapeGauge(t *testing.T, p *pacerProc, series string) (float64, bool) {
+	t.Helper()
+	resp, err := http.Get(p.base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET %s/metrics: %d, %v", p.base, resp.StatusCode, err)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %q: %v", series, line, err)
+			}
+			return f, true
+		}
+	}
+	return 0, false
+}
+
+// lastNodeID is the last node id the database at u handed out: every
+// registration draws one, even a node that has gone since.
+func lastNodeID(t *testing.T, u string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var id int64
+	if err := conn.QueryRow(ctx, `SELECT COALESCE(pg_sequence_last_value(pg_get_serial_sequence('nodes', 'id')), 0)`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
 
 // runBinaryIn runs the pacer binary with args in dir, its environment
@@ -122,6 +166,21 @@ func TestPostgresTwoServesOneDatabase(t *testing.T) {
 		if p := fmt.Sprintf("/charge/%d", i); sends[p] != 1 {
 			t.Errorf("%s sent %d times, want once", p, sends[p])
 		}
+	}
+	// The database-wide gauges come from one process only, so their sum
+	// over the processes is the database's figure.
+	succeeded, reporters := 0.0, 0
+	for _, p := range []*pacerProc{a, b} {
+		v, ok := scrapeGauge(t, p, `pacer_operations{state="succeeded"}`)
+		if ok {
+			succeeded, reporters = succeeded+v, reporters+1
+		}
+		if _, backlog := scrapeGauge(t, p, `pacer_feed_backlog`); backlog != ok {
+			t.Errorf("%s reports pacer_operations %v but pacer_feed_backlog %v", p.base, ok, backlog)
+		}
+	}
+	if reporters != 1 || succeeded != n {
+		t.Errorf("pacer_operations{state=\"succeeded\"}: reported by %d processes, summing to %v; want 1 reporting %d", reporters, succeeded, n)
 	}
 
 	// Staff accounts and sessions are the database's, not a process's.
@@ -384,11 +443,15 @@ func TestPostgresCheckBackupUsers(t *testing.T) {
 		t.Errorf("check with PACER_DB: exit %d %q", code, out)
 	}
 
+	nodesBefore := lastNodeID(t, db)
 	r := runPacer(ctx, nil, "a long staff password\n", "users", "add", "--db", db, "--secret-key", pgKey(), "--role", "viewer", "vic")
 	r.ok(t)
 	out, code = runBinaryIn(t, dir, append(keyEnv, "PACER_DB="+db), "users", "list")
 	if code != 0 || !strings.Contains(out, "vic") || !strings.Contains(out, "viewer") {
 		t.Errorf("users list: exit %d %q, want vic, a viewer", code, out)
+	}
+	if after := lastNodeID(t, db); after != nodesBefore {
+		t.Errorf("users registered %d nodes: a command that runs no scheduler is no node", after-nodesBefore)
 	}
 
 	foreign := pgtest.URL(t)

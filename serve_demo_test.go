@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"pacer/db"
+	"pacer/internal/pgtest"
 )
 
 // envWithoutPacer is the test's environment without PACER_* variables, so
@@ -41,6 +42,27 @@ func startDemoServe(t *testing.T, addr string, args ...string) *pacerProc {
 func TestServeDemo(t *testing.T) {
 	t.Parallel()
 	p := startDemoServe(t, freeAddr(t))
+	waitDemoShown(t, p)
+	if err := p.shutdown(); err != nil {
+		t.Fatalf("pacer --demo exit: %v", err)
+	}
+	if logged := p.logs.String(); !strings.Contains(logged, "demo running") || !strings.Contains(logged, p.base+"/ui/") {
+		t.Errorf("the demo's start-up log does not point to the support page %s/ui/", p.base)
+	}
+	dbPath := loggedDB(t, p.logs.String()) // the buffer is complete once serve has returned
+	if !strings.Contains(dbPath, "pacer-demo-") {
+		t.Errorf("demo database %q is not a throwaway one", dbPath)
+	}
+	if _, err := os.Stat(filepath.Dir(dbPath)); !os.IsNotExist(err) {
+		t.Errorf("the throwaway database directory %s is still there (%v)", filepath.Dir(dbPath), err)
+	}
+}
+
+// waitDemoShown waits (at most 30 s) until the demo of p shows its held
+// operations (unknownOutcome, authRevoked), its scopes and its attempts
+// in /metrics.
+func waitDemoShown(t *testing.T, p *pacerProc) {
+	t.Helper()
 	var ops struct {
 		Operations []struct {
 			OperationID, State, HoldReason string
@@ -79,19 +101,26 @@ func TestServeDemo(t *testing.T) {
 		t.Errorf("demo attempts not in /metrics:\n%s", metrics.String())
 	}
 
+}
+
+// serve --demo --db postgres://… (the README: --db takes either kind of
+// database): the demo runs on PostgreSQL as on a file, and then refuses
+// that database, which has scopes now, pointing to --demo-force.
+func TestPostgresServeDemo(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	key := []string{"--db", url, "--secret-key", pgKey()}
+	p := startDemoServe(t, freeAddr(t), key...)
+	waitDemoShown(t, p)
 	if err := p.shutdown(); err != nil {
-		t.Fatalf("pacer --demo exit: %v", err)
+		t.Fatalf("pacer --demo --db postgres://… exit: %v", err)
 	}
-	if logged := p.logs.String(); !strings.Contains(logged, "demo running") || !strings.Contains(logged, p.base+"/ui/") {
-		t.Errorf("the demo's start-up log does not point to the support page %s/ui/", p.base)
+	if logged := p.logs.String(); !strings.Contains(logged, "demo running") {
+		t.Errorf("no demo start-up log:\n%s", logged)
 	}
-	dbPath := loggedDB(t, p.logs.String()) // the buffer is complete once serve has returned
-	if !strings.Contains(dbPath, "pacer-demo-") {
-		t.Errorf("demo database %q is not a throwaway one", dbPath)
-	}
-	if _, err := os.Stat(filepath.Dir(dbPath)); !os.IsNotExist(err) {
-		t.Errorf("the throwaway database directory %s is still there (%v)", filepath.Dir(dbPath), err)
-	}
+
+	out, code := runBinaryIn(t, t.TempDir(), nil, append([]string{"serve", "--demo", "--listen", freeAddr(t)}, key...)...)
+	wantRefused(t, "serve --demo on a PostgreSQL database with scopes", out, code, 2, "--demo-force")
 }
 
 // TestServeDemoRefusesRealDatabase: --demo on a database that has scopes

@@ -81,11 +81,13 @@ func usersCommand() *cli.Command {
 }
 
 // openUsersDB opens the database of a users subcommand: a SQLite file
-// or a PostgreSQL URL, which must hold a pacer database already.
+// or a PostgreSQL URL, which must hold a pacer database already; on
+// PostgreSQL the command is no node (pgstore.Options.NoNode): it runs no
+// scheduler, so the serves sharing the database never see it.
 func openUsersDB(c *cli.Context) (staffStore, error) {
 	path := c.String("db")
 	if pgstore.IsURL(path) {
-		return openPostgres(c.Context, path, c.String("secret-key"), c.String("secret-key-file"), pgstore.Options{MustExist: true})
+		return openPostgres(c.Context, path, c.String("secret-key"), c.String("secret-key-file"), pgstore.Options{MustExist: true, NoNode: true})
 	}
 	return openSQLiteForCommand(c, path)
 }

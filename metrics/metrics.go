@@ -7,8 +7,9 @@
 // No label carries an operation or a scope: label values are bounded sets
 // (states, scope statuses, provider profile names, outcome classes).
 //
-//	pacer_operations{state}                        gauge, at scrape time
-//	pacer_scopes{status}                           gauge, at scrape time (open, paused, held)
+//	pacer_operations{state}                        gauge, at scrape time (database-wide)
+//	pacer_scopes{status}                           gauge, at scrape time (open, paused, held; database-wide)
+//	pacer_feed_backlog                             gauge, at scrape time (database-wide; PostgreSQL only): changes not numbered yet
 //	pacer_attempts_total{provider,class}           counter
 //	pacer_attempt_duration_seconds                 histogram
 //	pacer_dispatch_lateness_seconds                histogram: claim time − eligibility
@@ -20,6 +21,12 @@
 //	pacer_build_info{version}                      gauge, always 1
 //
 // plus the Go runtime (go_*) and process (process_*) collectors.
+//
+// The database-wide gauges count the whole database, not the process. On
+// a database several processes share (a SharedCounter: PostgreSQL) only
+// the process the database elects reports them, at each scrape; the
+// others leave them out. So a sum across processes is the database's
+// figure, as every other metric is the process's own and sums too.
 package metrics
 
 import (
@@ -48,9 +55,23 @@ type Counter interface {
 	CountByState(ctx context.Context, now time.Time) (scheduler.Counts, error)
 }
 
+// SharedCounter is the Counter of a database several processes share: it
+// says which one process reports the database-wide gauges, and counts
+// the change feed's backlog (pgstore.Store implements it).
+type SharedCounter interface {
+	Counter
+	// ReportsDatabaseGauges reports whether this process reports the
+	// database-wide gauges now (winning or renewing its term): at any
+	// moment at most one process sharing the database does.
+	ReportsDatabaseGauges(ctx context.Context) (bool, error)
+	// FeedBacklog counts the changes of the feed not numbered yet.
+	FeedBacklog(ctx context.Context) (int, error)
+}
+
 // Config holds what Metrics needs.
 type Config struct {
-	// Counts answers the state gauges at scrape time. Required.
+	// Counts answers the state gauges at scrape time. Required. When it
+	// is a SharedCounter, they are reported only while it says so.
 	Counts Counter
 	// Clock is the scheduler's clock (a scope's pause is judged at its
 	// now). Required.
@@ -179,24 +200,30 @@ func (m *Metrics) ObserveTokenRefresh(provider, result string) {
 	m.refreshes.WithLabelValues(provider, result).Inc()
 }
 
-// stateCollector reports the operation and scope gauges from one store
-// query per scrape. Every state and status is reported, zero included, so
-// series do not appear and vanish.
+// stateCollector reports the database-wide gauges (operations, scopes,
+// scopes whose token expires soon, the feed's backlog) from one store
+// query per scrape, or, on a shared database, from the process elected to
+// report them only. Every state and status is reported, zero included, so
+// series do not appear and vanish on the process that reports them.
 type stateCollector struct {
 	counts     Counter
+	shared     SharedCounter // counts, when it is one
 	clock      clock.Clock
 	timeout    time.Duration
 	operations *prometheus.Desc
 	scopes     *prometheus.Desc
 	expiring   *prometheus.Desc
+	backlog    *prometheus.Desc
 }
 
 func newStateCollector(counts Counter, clk clock.Clock, timeout time.Duration) *stateCollector {
+	shared, _ := counts.(SharedCounter)
 	return &stateCollector{
-		counts: counts, clock: clk, timeout: timeout,
-		operations: prometheus.NewDesc("pacer_operations", "Operations by state, counted at scrape time.", []string{"state"}, nil),
-		scopes:     prometheus.NewDesc("pacer_scopes", "Provider scopes by status (open, paused, held), counted at scrape time.", []string{"status"}, nil),
-		expiring:   prometheus.NewDesc("pacer_tokens_expiring_soon", "Scopes whose renewing grant's access token expires within 5 minutes (or has expired), counted at scrape time.", nil, nil),
+		counts: counts, shared: shared, clock: clk, timeout: timeout,
+		operations: prometheus.NewDesc("pacer_operations", "Operations by state, counted at scrape time in the whole database (on a shared database by one process only).", []string{"state"}, nil),
+		scopes:     prometheus.NewDesc("pacer_scopes", "Provider scopes by status (open, paused, held), counted at scrape time in the whole database (on a shared database by one process only).", []string{"status"}, nil),
+		expiring:   prometheus.NewDesc("pacer_tokens_expiring_soon", "Scopes whose renewing grant's access token expires within 5 minutes (or has expired), counted at scrape time in the whole database (on a shared database by one process only).", nil, nil),
+		backlog:    prometheus.NewDesc("pacer_feed_backlog", "Changes of the feed not numbered yet (PostgreSQL, by one process only): a figure that keeps growing means a long transaction holds the feed back.", nil, nil),
 	}
 }
 
@@ -205,18 +232,37 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.operations
 	ch <- c.scopes
 	ch <- c.expiring
+	if c.shared != nil {
+		ch <- c.backlog
+	}
 }
 
 // Collect implements prometheus.Collector.
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
+	descs := []*prometheus.Desc{c.operations, c.scopes, c.expiring}
+	if c.shared != nil {
+		descs = append(descs, c.backlog)
+	}
+	invalid := func(err error) {
+		for _, d := range descs {
+			ch <- prometheus.NewInvalidMetric(d, err)
+		}
+	}
+	if c.shared != nil {
+		reports, err := c.shared.ReportsDatabaseGauges(ctx)
+		if err != nil {
+			invalid(fmt.Errorf("elect the process reporting the database-wide gauges: %w", err))
+			return
+		}
+		if !reports {
+			return // another process reports them
+		}
+	}
 	counts, err := c.counts.CountByState(ctx, c.clock.Now().UTC())
 	if err != nil {
-		err = fmt.Errorf("count operations and scopes: %w", err)
-		ch <- prometheus.NewInvalidMetric(c.operations, err)
-		ch <- prometheus.NewInvalidMetric(c.scopes, err)
-		ch <- prometheus.NewInvalidMetric(c.expiring, err)
+		invalid(fmt.Errorf("count operations and scopes: %w", err))
 		return
 	}
 	for _, s := range scheduler.AllStates {
@@ -226,4 +272,12 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.scopes, prometheus.GaugeValue, float64(counts.Scopes[s]), string(s))
 	}
 	ch <- prometheus.MustNewConstMetric(c.expiring, prometheus.GaugeValue, float64(counts.TokensExpiring))
+	if c.shared != nil {
+		n, err := c.shared.FeedBacklog(ctx)
+		if err != nil {
+			ch <- prometheus.NewInvalidMetric(c.backlog, err)
+			return
+		}
+		ch <- prometheus.MustNewConstMetric(c.backlog, prometheus.GaugeValue, float64(n))
+	}
 }

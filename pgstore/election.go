@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,6 +19,10 @@ import (
 // retentionTask is the elections row of retention (PruneFinished).
 const retentionTask = "retention"
 
+// gaugesTask is the elections row of the database-wide gauges
+// (ReportsDatabaseGauges).
+const gaugesTask = "gauges"
+
 // electionTerm is how long a won election lasts without a renewal: longer
 // than the pruner's sweep interval, so its winner keeps it.
 const electionTerm = 5 * time.Minute
@@ -25,6 +30,9 @@ const electionTerm = 5 * time.Minute
 // elected reports whether this node runs task now, winning or renewing its
 // term in tx.
 func (s *Store) elected(ctx context.Context, tx pgx.Tx, task string) (bool, error) {
+	if s.node.id.Load() == 0 {
+		return false, nil // no node (Options.NoNode), or one that lost its row: it runs nothing
+	}
 	var node int32
 	err := tx.QueryRow(ctx, `
 		INSERT INTO elections (task, node, expires_at) VALUES ($1, $2, `+dbNowMS+` + $3)
@@ -35,4 +43,22 @@ func (s *Store) elected(ctx context.Context, tx pgx.Tx, task string) (bool, erro
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// ReportsDatabaseGauges reports whether this node is the one that reports
+// the gauges counting the whole database (metrics.SharedCounter): the node
+// elected for them, winning or renewing its term. A node that is not
+// scraped any more loses them to one that is when its term ends; one that
+// closes, at once.
+func (s *Store) ReportsDatabaseGauges(ctx context.Context) (bool, error) {
+	var ok bool
+	err := s.writeRetrying(ctx, func(tx pgx.Tx) error { // a scrape wakes no one
+		var err error
+		ok, err = s.elected(ctx, tx, gaugesTask)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("elect the node reporting the database-wide gauges: %w", err)
+	}
+	return ok, nil
 }

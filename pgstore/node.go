@@ -121,7 +121,8 @@ func (s *Store) startNode(ctx context.Context) error {
 
 // stopNode stops runNode and, unless kill, ends the node: its row expires
 // at once (so its remaining leases, if any, are recovered by any node
-// without waiting), or goes when it holds none, and its lock is given up.
+// without waiting), or goes when it holds none, its elections end (another
+// node takes its tasks over at once) and its lock is given up.
 func (s *Store) stopNode(kill bool) {
 	if s.node.stop == nil {
 		return
@@ -144,7 +145,10 @@ func (s *Store) stopNode(kill bool) {
 		WITH gone AS (
 			DELETE FROM nodes n WHERE id = $1
 			AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.state = 'running' AND o.lease_node = n.id)
-			RETURNING id)
+			RETURNING id
+		), resigned AS (
+			DELETE FROM elections WHERE node = $1
+		)
 		UPDATE nodes SET expires_at = 0 WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM gone)`, s.node.id.Load())
 	_ = conn.Close(ctx)
 }

@@ -65,6 +65,11 @@ type Options struct {
 	// session and the offset to the database's clock are measured on it.
 	// nil means the real clock.
 	Clock clock.Clock
+	// NoNode opens the store for a command that runs no scheduler (pacer
+	// users): it registers no node, holds no lock and keeps no heartbeat,
+	// so no other node ever sees it; it claims nothing, recovers nothing
+	// and wins no election (retention, the database-wide gauges).
+	NoNode bool
 	// RequestTimeout is the longest a request of the engine may take
 	// (scheduler.EngineConfig.RequestTimeout); zero means
 	// scheduler.DefaultRequestTimeout. A node claims only while its
@@ -144,9 +149,11 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open database: %w", err)
 	}
-	if err := s.startNode(ctx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("open database: %w", err)
+	if !opts.NoNode {
+		if err := s.startNode(ctx); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("open database: %w", err)
+		}
 	}
 	actx, cancel := context.WithCancel(context.Background())
 	s.stopAnnouncer, s.announcerDone = cancel, make(chan struct{})
@@ -217,16 +224,24 @@ const maxTries = 5
 
 // write runs fn in a transaction and commits it, running it again (from
 // the start, in a new transaction) when PostgreSQL aborted it for a
-// deadlock or a serialization failure; fn must not keep anything of a run
-// that failed. After the commit it calls the OnCommit functions.
+// deadlock or a serialization failure (writeRetrying). After the commit it
+// calls the OnCommit functions.
 func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	if err := s.writeRetrying(ctx, fn); err != nil {
+		return err
+	}
+	s.commits.committed()
+	return nil
+}
+
+// writeRetrying is write without the OnCommit functions, for a write that
+// wakes no one: fn runs in a transaction, again (from the start, in a new
+// transaction) when PostgreSQL aborted it for a deadlock or a
+// serialization failure; fn must not keep anything of a run that failed.
+func (s *Store) writeRetrying(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	var err error
 	for try := 1; try <= maxTries; try++ {
-		if err = s.writeOnce(ctx, fn); err == nil {
-			s.commits.committed()
-			return nil
-		}
-		if !retryable(err) {
+		if err = s.writeOnce(ctx, fn); err == nil || !retryable(err) {
 			return err
 		}
 	}

@@ -16,10 +16,15 @@ import (
 // sequenced changes recorded before p.Before, at most p.Limit. The rows
 // are locked as they are chosen (SKIP LOCKED: retention never waits for
 // the claim loop). Only the node elected for retention prunes (elected);
-// on the others it removes nothing.
+// on the others it removes nothing. It first runs the sequencer, as the
+// feed's readers do: changes no reader asked for are numbered too, so
+// retention bounds the feed also when no one reads it.
 func (s *Store) PruneFinished(ctx context.Context, p scheduler.PruneParams) (scheduler.PruneResult, error) {
 	if p.Limit < 1 {
 		return scheduler.PruneResult{}, fmt.Errorf("prune finished operations: limit %d must be at least 1", p.Limit)
+	}
+	if _, err := s.sequence(ctx); err != nil {
+		return scheduler.PruneResult{}, fmt.Errorf("prune changes: %w", err)
 	}
 	var res scheduler.PruneResult
 	err := s.write(ctx, func(tx pgx.Tx) error {

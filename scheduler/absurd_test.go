@@ -129,7 +129,7 @@ func absurdCases(t *testing.T) []absurdCase {
 // honoured hint: the scope's pause, an operation enqueued behind it and
 // the engine's next wake-up all lie within it, and at that time the
 // scope sends again. Through the engine, an httptest provider and the
-// SQLite store.
+// store teststore selects.
 func TestAbsurdWaitsAreBoundedForEveryProfile(t *testing.T) {
 	// Every first request in one pass: a shared limit (X's app cap)
 	// answered early must not keep another scope's first request unsent.

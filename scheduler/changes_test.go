@@ -12,20 +12,18 @@ import (
 
 	"github.com/benbjohnson/clock"
 
-	"pacer/db"
-	"pacer/internal/pacertest"
 	"pacer/scheduler"
 )
 
 // feedStore is the real store that also reports each read of the feed that
 // found nothing, so a test knows when a long-poll is about to wait.
 type feedStore struct {
-	*db.DB
+	scheduler.Store
 	empty chan struct{}
 }
 
 func (s feedStore) ListChanges(ctx context.Context, f scheduler.ChangeFilter) (scheduler.ChangeBatch, error) {
-	b, err := s.DB.ListChanges(ctx, f)
+	b, err := s.Store.ListChanges(ctx, f)
 	if err == nil && len(b.Changes) == 0 {
 		select {
 		case s.empty <- struct{}{}:
@@ -47,10 +45,10 @@ type feedHarness struct {
 
 func newFeedHarness(t *testing.T) *feedHarness {
 	t.Helper()
-	d := pacertest.OpenStore(t)
+	d := openStore(t)
 	clk := clock.NewMock()
 	clk.Set(t0)
-	store := feedStore{DB: d, empty: make(chan struct{}, 1)}
+	store := feedStore{Store: d, empty: make(chan struct{}, 1)}
 	return &feedHarness{t: t, clock: clk, store: store, svc: newScheduler(t, store, clk, scheduler.Config{}).Service}
 }
 

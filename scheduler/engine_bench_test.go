@@ -18,6 +18,9 @@ import (
 // pipeline — enqueue, claim, send over loopback HTTP to a provider that
 // answers 200 at once, classify, commit — on a real SQLite file with the
 // real clock. Run: go test -run=^$ -bench=EndToEnd -benchtime=5000x ./scheduler/
+// It stays on SQLite whatever PACER_TEST_STORE says: its figure is the
+// SQLite store's, compared across commits (PostgreSQL's benchmarks are
+// pgstore's and scripts/bench's).
 func BenchmarkEndToEnd(b *testing.B) {
 	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

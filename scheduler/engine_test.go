@@ -6,26 +6,25 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/benbjohnson/clock"
 
-	"pacer/db"
-	"pacer/internal/pacertest"
+	"pacer/internal/teststore"
 	"pacer/providers"
 	"pacer/scheduler"
 )
 
-// harness is an engine over a real SQLite store in a temp dir, on a mock
-// clock; tests drive it with RunOnce and Wait.
+// harness is an engine over a real store (the one teststore selects: a
+// SQLite file in a temp dir, or a PostgreSQL database), on a mock clock;
+// tests drive it with RunOnce and Wait.
 type harness struct {
 	t      *testing.T
-	path   string
+	place  *teststore.Place
 	clock  *clock.Mock
-	store  *db.DB
+	store  teststore.Store
 	svc    *scheduler.Service
 	engine *scheduler.Engine
 	cfg    scheduler.EngineConfig
@@ -35,16 +34,19 @@ func setup(t *testing.T, cfg scheduler.EngineConfig) *harness {
 	t.Helper()
 	clk := clock.NewMock()
 	clk.Set(t0)
-	h := &harness{t: t, path: filepath.Join(t.TempDir(), "pacer.db"), clock: clk, cfg: cfg}
+	h := &harness{t: t, place: teststore.NewPlace(t), clock: clk, cfg: cfg}
 	h.open()
 	return h
 }
 
 // open (re)opens the store and builds a fresh service and engine, as a
-// restarted process would.
+// restarted process would: the store open before is closed first.
 func (h *harness) open() {
 	h.t.Helper()
-	store := pacertest.OpenStoreAt(h.t, h.path)
+	if h.store != nil {
+		h.store.Close()
+	}
+	store := h.place.Open(h.t)
 	cfg := h.cfg
 	if cfg.Random == nil {
 		cfg.Random = half
@@ -409,10 +411,19 @@ func TestRequestEndsBeforeLease(t *testing.T) {
 
 // Invariant 2: a completion that arrives after the lease was lost is
 // discarded by the fence, even when the operation ran again meanwhile.
+// The first attempt's request outlives its lease (its transport ignores
+// the deadline, as a wall-clock step past the lease would), so another
+// engine, as another process would, takes the expired lease over: on
+// either store, since on a shared database only an expired lease or a
+// dead node's is taken.
 func TestStaleCompletionIsFenced(t *testing.T) {
-	h, prov := setupWithProvider(t)
+	h := setup(t, scheduler.EngineConfig{Client: &http.Client{Transport: ignoreDeadline{}}})
+	prov := newProvider(t, h.clock)
 	h.scope("a", prov.URL, "", 1)
 	release := make(chan struct{})
+	var once sync.Once
+	answer := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(answer) // before the provider closes, also when the test fails
 	prov.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		prov.serve(httptest.NewRecorder(), r) // record it
 		if len(prov.requests("/slow")) == 1 {
@@ -429,19 +440,17 @@ func TestStaleCompletionIsFenced(t *testing.T) {
 	}
 	waitFor(t, func() bool { return len(prov.requests("/slow")) == 1 })
 
-	// A second engine on the same store takes the lease over (as after a
-	// restart) and runs the operation to success.
+	// A second engine on the same store takes the lease over once it has
+	// expired and runs the operation to success.
+	h.clock.Set(h.op("s").LeaseExpiresAt)
 	second := newScheduler(t, h.store, h.clock, scheduler.Config{Engine: scheduler.EngineConfig{Random: half}}).Engine
-	if n, err := second.Recover(context.Background()); err != nil || n != 1 {
-		t.Fatalf("recover: %d %v", n, err)
-	}
-	if n, _ := second.RunOnce(context.Background()); n != 1 {
-		t.Fatalf("second engine claimed %d", n)
+	if n, err := second.RunOnce(context.Background()); err != nil || n != 1 {
+		t.Fatalf("second engine claimed %d, %v; want the recovered operation", n, err)
 	}
 	second.Wait()
 	h.wantState("s", scheduler.StateSucceeded)
 
-	close(release) // the first attempt now answers 500, too late
+	answer() // the first attempt now answers 500, too late
 	old.Wait()
 	op := h.wantState("s", scheduler.StateSucceeded)
 	if op.LastOutcome == nil || op.LastOutcome.Class != providers.ClassSuccess {

@@ -31,6 +31,9 @@ func (s *countingStore) Enqueue(ctx context.Context, ops []scheduler.NewOperatio
 // ops/tx is how many calls shared a transaction. Run:
 //
 //	go test -run='^$' -bench=ConcurrentSingleEnqueues -benchtime=20000x ./scheduler/
+//
+// It stays on SQLite whatever PACER_TEST_STORE says: its figure is the
+// SQLite store's, whose single writer the grouping keeps short.
 func BenchmarkConcurrentSingleEnqueues(b *testing.B) {
 	store := &countingStore{Store: pacertest.OpenStore(b)}
 	svc := newScheduler(b, store, clock.New(), scheduler.Config{}).Service

@@ -12,7 +12,6 @@ import (
 
 	"github.com/benbjohnson/clock"
 
-	"pacer/internal/pacertest"
 	"pacer/scheduler"
 )
 
@@ -30,7 +29,7 @@ type gatedStore struct {
 }
 
 func newGatedStore(t *testing.T) *gatedStore {
-	return &gatedStore{Store: pacertest.OpenStore(t), entered: make(chan struct{}), open: make(chan struct{})}
+	return &gatedStore{Store: openStore(t), entered: make(chan struct{}), open: make(chan struct{})}
 }
 
 func (s *gatedStore) Enqueue(ctx context.Context, ops []scheduler.NewOperation, now time.Time) ([]scheduler.EnqueueResult, error) {
@@ -204,7 +203,7 @@ func TestGroupedEnqueuesAnswerAsSequentialCalls(t *testing.T) {
 
 	clk := clock.NewMock()
 	clk.Set(t0)
-	seq := newScheduler(t, pacertest.OpenStore(t), clk, scheduler.Config{}).Service
+	seq := newScheduler(t, openStore(t), clk, scheduler.Config{}).Service
 	putGroupScopes(t, seq)
 	if o := call(seq, context.Background(), op("gate", "plain", "")); o.err != nil {
 		t.Fatal(o.err)

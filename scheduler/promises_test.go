@@ -2,7 +2,11 @@ package scheduler_test
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -126,13 +130,30 @@ func TestKeyedAmbiguousMutationIsHeld(t *testing.T) {
 	}
 }
 
-// A mutation whose lease was lost in flight (a restart recovers it) may
-// have applied: answers that would fail it later hold it instead.
+// A mutation whose lease was lost in flight may have applied: answers
+// that would fail it later hold it instead. The first attempt's request
+// outlives its lease (its transport ignores the deadline), so another
+// engine, as another process would on either store, recovers the expired
+// lease and sends again.
 func TestRecoveredMutationIsNeverFailed(t *testing.T) {
-	h := setup(t, scheduler.EngineConfig{RequestTimeout: 20 * time.Second, LeaseDuration: 30 * time.Second})
+	h := setup(t, scheduler.EngineConfig{RequestTimeout: 20 * time.Second, LeaseDuration: 30 * time.Second,
+		Client: &http.Client{Transport: ignoreDeadline{}}})
 	prov := newProvider(t, h.clock)
+	release := make(chan struct{})
+	var once sync.Once
+	answer := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(answer) // before the provider closes, also when the test fails
+	prov.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		prov.serve(httptest.NewRecorder(), r) // record it
+		if len(prov.requests("/v1/refunds")) == 1 {
+			<-release // the first attempt never answers in time
+			w.WriteHeader(502)
+			return
+		}
+		w.WriteHeader(400)
+		io.WriteString(w, `{"error":{"type":"invalid_request_error","message":"charge already refunded"}}`)
+	})
 	h.stripeScope("acct", prov.URL)
-	prov.script("/v1/refunds", answer{hang: true}, answer{status: 400, body: `{"error":{"type":"invalid_request_error","message":"charge already refunded"}}`})
 	h.enqueue(scheduler.OperationInput{ID: "refund", Scope: "acct", Method: "POST", Path: "/v1/refunds", Body: []byte(`{}`), ContentType: "application/json"})
 	old := h.engine
 	if n, err := old.RunOnce(context.Background()); err != nil || n != 1 {
@@ -140,23 +161,30 @@ func TestRecoveredMutationIsNeverFailed(t *testing.T) {
 	}
 	waitFor(t, func() bool { return len(prov.requests("/v1/refunds")) == 1 })
 
+	h.clock.Set(h.op("refund").LeaseExpiresAt)
 	second := newScheduler(t, h.store, h.clock, scheduler.Config{Engine: scheduler.EngineConfig{Random: half}}).Engine
-	if n, err := second.Recover(context.Background()); err != nil || n != 1 {
-		t.Fatalf("recover: %d %v", n, err)
-	}
-	// The stripe scope's rate slot is not yet free, so it reads waiting.
-	if op := h.wantState("refund", scheduler.StateWaitingForBudget); !op.MaybeApplied {
-		t.Fatal("a recovered mutation is not marked maybe applied")
-	}
-	h.clock.Add(20 * time.Second) // the old attempt ends; its completion is fenced out
-	old.Wait()
 	if _, err := second.RunOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	second.Wait()
+	if op := h.op("refund"); !op.MaybeApplied {
+		t.Fatal("a recovered mutation is not marked maybe applied")
+	}
+	for i := 0; len(prov.requests("/v1/refunds")) < 2; i++ { // sent again once its scope admits it
+		if i == 20 {
+			t.Fatalf("the recovered mutation was not sent again: %+v", h.op("refund"))
+		}
+		h.clock.Add(time.Second)
+		if _, err := second.RunOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		second.Wait()
+	}
+	answer() // the old attempt ends; its completion is fenced out
+	old.Wait()
 	op := h.wantState("refund", scheduler.StateHeld)
-	if op.HoldReason != scheduler.HoldUnknownOutcome || op.LastOutcome.Status != 400 {
-		t.Fatalf("permanent answer after a lost lease: %s/%s last %+v, want held/unknownOutcome", op.State, op.HoldReason, op.LastOutcome)
+	if op.HoldReason != scheduler.HoldUnknownOutcome || op.LastOutcome.Status != 400 || !op.MaybeApplied {
+		t.Fatalf("permanent answer after a lost lease: %s/%s last %+v maybeApplied=%v, want held/unknownOutcome", op.State, op.HoldReason, op.LastOutcome, op.MaybeApplied)
 	}
 }
 

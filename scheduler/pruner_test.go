@@ -2,7 +2,6 @@ package scheduler_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
@@ -11,22 +10,6 @@ import (
 
 	"pacer/scheduler"
 )
-
-// countRows counts the rows of table in the database at path, on a
-// connection of its own.
-func countRows(t *testing.T, path, table string) int {
-	t.Helper()
-	conn, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	var n int
-	if err := conn.QueryRow(`SELECT COUNT(*) FROM ` + table).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
 
 func newPruner(t *testing.T, h *harness, cfg scheduler.PrunerConfig) *scheduler.Pruner {
 	t.Helper()
@@ -67,7 +50,7 @@ func TestPrunerRemovesOnlyOldFinishedOperations(t *testing.T) {
 	h.clock.Add(time.Minute)
 	h.enqueue(scheduler.OperationInput{ID: "fresh", Scope: "a", Method: "GET", Path: "/fresh"})
 	h.pass()
-	changesBefore := countRows(t, h.path, "changes")
+	changesBefore := h.place.Rows(t, "changes")
 	res, err := pr.RunOnce(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +83,7 @@ func TestPrunerRemovesOnlyOldFinishedOperations(t *testing.T) {
 	}
 	// The old changes went (every change but fresh's three is older than
 	// the retention); fresh's stay.
-	if got, want := countRows(t, h.path, "changes"), 3; got != want {
+	if got, want := h.place.Rows(t, "changes"), 3; got != want {
 		t.Errorf("changes left: %d (of %d), want %d", got, changesBefore, want)
 	}
 	if got, want := res.Changes, changesBefore-3; got != want {
@@ -138,7 +121,7 @@ func TestPrunerWorksInBatches(t *testing.T) {
 	if total.Operations != 5 || total.Attempts != 5 || total.Changes != 15 {
 		t.Errorf("removed %+v in total, want 5 operations, 5 attempts, 15 changes", total)
 	}
-	if n := countRows(t, h.path, "operations"); n != 0 {
+	if n := h.place.Rows(t, "operations"); n != 0 {
 		t.Errorf("%d operations left", n)
 	}
 }
@@ -269,14 +252,14 @@ func TestRetentionUnderLoad(t *testing.T) {
 		t.Errorf("succeeded operations kept: %d, want 1..%d (of %d finished)", got, maxSucceeded, (perRound-2)*rounds)
 	}
 	maxOps := maxSucceeded + 2*rounds
-	if got := countRows(t, h.path, "operations"); got > maxOps {
+	if got := h.place.Rows(t, "operations"); got > maxOps {
 		t.Errorf("operations rows: %d, want at most %d", got, maxOps)
 	}
-	if got := countRows(t, h.path, "attempts"); got > maxOps {
+	if got := h.place.Rows(t, "attempts"); got > maxOps {
 		t.Errorf("attempts rows: %d, want at most %d", got, maxOps)
 	}
 	// Three changes (scheduled, running, final) per operation of the window.
-	if got, max := countRows(t, h.path, "changes"), 3*perRound*window; got > max {
+	if got, max := h.place.Rows(t, "changes"), 3*perRound*window; got > max {
 		t.Errorf("changes rows: %d, want at most %d", got, max)
 	}
 	t.Logf("pruner ran %d batches during %d rounds of %d operations", batches, rounds, perRound)
@@ -340,7 +323,7 @@ func TestPrunerKeepForever(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.wantState("ok", scheduler.StateSucceeded)
-	if n := countRows(t, h.path, "changes"); n == 0 {
+	if n := h.place.Rows(t, "changes"); n == 0 {
 		t.Error("the change feed was pruned")
 	}
 }

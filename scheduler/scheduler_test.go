@@ -50,10 +50,13 @@ func TestSchedulerRunRecoversThenRunsTheLoops(t *testing.T) {
 	h, prov := setupWithProvider(t)
 	h.scope("a", prov.URL, "", 4)
 	h.enqueue(scheduler.OperationInput{ID: "left", Scope: "a", Method: "GET", Path: "/left"})
-	// An earlier process's claim: its lease runs for an hour yet.
-	if claims, err := h.store.ClaimDue(context.Background(), scheduler.ClaimParams{Now: t0, Limit: 1, LeaseFor: time.Hour}); err != nil || len(claims) != 1 {
+	// An earlier process's claim, on a store of its own that it closed as
+	// it ended: its lease runs for an hour yet.
+	earlier := h.place.Open(t)
+	if claims, err := earlier.ClaimDue(context.Background(), scheduler.ClaimParams{Now: t0, Limit: 1, LeaseFor: time.Hour}); err != nil || len(claims) != 1 {
 		t.Fatalf("claim: %d, %v", len(claims), err)
 	}
+	earlier.Close()
 	store := &failsListRunning{Store: h.store}
 	store.fail.Store(2)
 	s := newScheduler(t, store, h.clock, scheduler.Config{Engine: scheduler.EngineConfig{Random: half}})

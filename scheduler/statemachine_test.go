@@ -3,27 +3,25 @@ package scheduler_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/benbjohnson/clock"
 	"pgregory.net/rapid"
 
-	"pacer/db"
-	"pacer/internal/pacertest"
+	"pacer/internal/teststore"
 	"pacer/providers"
 	"pacer/scheduler"
 )
 
 // machine is a model of the claim/complete/recover state machine, checked
-// against the real SQLite store over random interleavings (invariants 1, 2,
+// against the real store (teststore's choice) over random interleavings (invariants 1, 2,
 // 5 and 7 of design §3). Time is a plain value passed to the store, as the
 // engine passes its clock's.
 type machine struct {
 	t      *rapid.T
-	path   string
-	store  *db.DB
+	place  *teststore.Place
+	store  teststore.Store
 	policy scheduler.Policy
 	now    time.Time
 	nextID int
@@ -45,15 +43,17 @@ type modelOp struct {
 const leaseFor = 30 * time.Second
 
 func (m *machine) open() {
-	store, err := db.Open(m.path, pacertest.Options())
+	store, err := m.place.Connect(context.Background())
 	if err != nil {
 		m.t.Fatal(err)
 	}
 	m.store = store
 }
 
-func newMachine(t *rapid.T, dir string) *machine {
-	m := &machine{t: t, path: filepath.Join(dir, fmt.Sprintf("m-%d.db", time.Now().UnixNano())),
+// newMachine is a machine on a fresh place of tb's (each run of the
+// property its own file or database).
+func newMachine(t *rapid.T, tb testing.TB) *machine {
+	m := &machine{t: t, place: teststore.NewPlace(tb),
 		policy: scheduler.DefaultPolicy(), now: t0,
 		ops: map[string]*modelOp{}, paused: map[string]time.Time{}, maxConc: map[string]int{"plain": 2, "keyed": 1}}
 	m.open()
@@ -307,9 +307,9 @@ func (m *machine) drain(t *rapid.T) {
 }
 
 func TestStateMachine(t *testing.T) {
-	dir := t.TempDir()
+	outer := t
 	rapid.Check(t, func(t *rapid.T) {
-		m := newMachine(t, dir)
+		m := newMachine(t, outer)
 		defer m.store.Close()
 		t.Repeat(map[string]func(*rapid.T){
 			"enqueue":  m.enqueue,

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"pacer/internal/pacertest"
 	"pacer/scheduler"
 )
 
@@ -28,7 +27,7 @@ func TestEnqueueWakesTheLoopForEarlierWork(t *testing.T) {
 	h := setup(t, scheduler.EngineConfig{})
 	prov := newProvider(t, h.clock)
 	h.scope("a", prov.URL, "", 4)
-	store := &countsClaims{Store: pacertest.OpenStoreAt(t, h.path)}
+	store := &countsClaims{Store: h.place.Open(t)}
 	s := newScheduler(t, store, h.clock, scheduler.Config{Engine: scheduler.EngineConfig{PollInterval: time.Hour, Random: half}})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
