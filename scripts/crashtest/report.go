@@ -22,7 +22,15 @@ func (c *checks) add(name string, n int, ok bool) {
 	c.rows = append(c.rows, [2]string{name, fmt.Sprintf("%d\t%s", n, mark)})
 }
 
-func report(cfg config, sim *standIn, ops map[string]opSpec, views map[string]opView, took time.Duration) error {
+// runInfo is what the run saw besides the stand-in's log and the views.
+type runInfo struct {
+	feed       *feedLog
+	exits      []exit // processes that exited by themselves
+	dbRestarts int    // immediate stops and restarts of PostgreSQL
+	procs      int
+}
+
+func report(cfg config, sim *standIn, ops map[string]opSpec, views map[string]opView, took time.Duration, info runInfo) error {
 	sim.mu.Lock()
 	defer sim.mu.Unlock()
 	var c checks
@@ -41,8 +49,32 @@ func report(cfg config, sim *standIn, ops map[string]opSpec, views map[string]op
 		c.add("  "+st, byState[st], true)
 	}
 	c.add("lost (not terminal or held)", lost, lost == 0)
-	c.add("kills (SIGKILL + restart)", len(sim.kills), true)
+	c.add("kills (SIGKILL + restart)", len(sim.kills)-len(info.exits), true)
+	if info.procs > 1 {
+		perSlot := make([]int, info.procs)
+		for _, k := range sim.kills {
+			if k.slot >= 0 && k.slot < info.procs {
+				perSlot[k.slot]++
+			}
+		}
+		for slot, n := range perSlot {
+			c.add(fmt.Sprintf("  of process %d (with exits)", slot), n, true)
+		}
+	}
+	if info.dbRestarts > 0 || len(info.exits) > 0 {
+		c.add("database crashes (immediate stop + restart)", info.dbRestarts, true)
+		for _, e := range info.exits {
+			fmt.Printf("process %d exited by itself, noticed %s: %s\n", e.slot, e.at.Format(time.StampMilli), e.logs)
+		}
+		c.add("serves that exited by themselves (restarted)", len(info.exits), true)
+	}
 	c.add("requests seen by the provider", sim.total, true)
+	if info.procs > 1 {
+		for slot := range info.procs {
+			c.add(fmt.Sprintf("  from process %d", slot), sim.bySlot[slot], sim.bySlot[slot] > 0)
+		}
+		c.add("  from a process gone before it was looked up", sim.bySlot[-1], true)
+	}
 
 	dupEffects, keyChanged, heldNotPlain, heldResent := 0, 0, 0, 0
 	for id, o := range ops {
@@ -85,6 +117,7 @@ func report(cfg config, sim *standIn, ops map[string]opSpec, views map[string]op
 	heldAtKills(&c, sim, ops, views)
 	burstKills(&c, cfg, sim, ops, views)
 	silentOps(&c, sim, ops, views)
+	feedChecks(&c, info.feed, views)
 
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "check\tcount\tresult")
@@ -177,7 +210,11 @@ func burstKills(c *checks, cfg config, sim *standIn, ops map[string]opSpec, view
 	inWindow, answers, recorded, resent, held, wrong := 0, 0, 0, 0, 0, 0
 	midBatch, beforeAny, afterAll := 0, 0, 0
 	for _, k := range sim.burstKills {
-		fmt.Printf("kill %s after a burst of %d answers\n", k.at.Sub(k.last).Round(10*time.Microsecond), len(k.answers))
+		if len(k.answers) == 0 {
+			fmt.Printf("kill of process %d after a burst with no answer to it\n", k.slot)
+		} else {
+			fmt.Printf("kill of process %d %s after a burst of %d answers to it\n", k.slot, k.at.Sub(k.last).Round(10*time.Microsecond), len(k.answers))
+		}
 		if !k.inWindow() {
 			continue
 		}
@@ -283,4 +320,40 @@ func silentOps(c *checks, sim *standIn, ops map[string]opSpec, views map[string]
 	c.add("  timed out by pacer (not a kill)", keyedTimedOut, keyedTimedOut > 0)
 	c.add("  resent with its key, applied once, succeeded", keyedOK, true)
 	c.add("  ended otherwise (failed, held, duplicated, …)", keyedWrong, keyedWrong == 0)
+}
+
+// feedChecks checks the change feed as the follower read it: seq grows
+// strictly from each change to the next, across pages and processes, and
+// every operation that ended or is held has, as its last change in the
+// feed, the state it is in.
+func feedChecks(c *checks, feed *feedLog, views map[string]opView) {
+	notIncreasing := 0
+	last := map[string]feedChange{}
+	for i, ch := range feed.changes {
+		if i > 0 && ch.Seq <= feed.changes[i-1].Seq {
+			notIncreasing++
+			fmt.Printf("change feed: seq %d (%s %s) after seq %d\n", ch.Seq, ch.OperationID, ch.State, feed.changes[i-1].Seq)
+		}
+		last[ch.OperationID] = ch
+	}
+	settled, missing := 0, 0
+	for id, v := range views {
+		switch v.State {
+		case "succeeded", "failed", "canceled", "held":
+		default:
+			continue
+		}
+		settled++
+		if ch, ok := last[id]; !ok || ch.State != v.State {
+			missing++
+			fmt.Printf("change feed: %s is %s, its last change %q (seq %d)\n", id, v.State, ch.State, ch.Seq)
+		}
+	}
+	c.add("changes read from the feed", len(feed.changes), true)
+	for slot, n := range feed.pages {
+		c.add(fmt.Sprintf("  pages read through process %d", slot), n, n > 0)
+	}
+	c.add("  seq not above the one before", notIncreasing, notIncreasing == 0)
+	c.add("  settled operations", settled, true)
+	c.add("    whose state is not their last change", missing, missing == 0)
 }
