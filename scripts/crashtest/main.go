@@ -252,20 +252,22 @@ func run(cfg config) error {
 	}
 	started := time.Now()
 	var dbRestarts int
-	for k := range cfg.kills {
-		if db.srv != nil && k == cfg.kills/2 {
-			// The database crashes and comes back: every session drops.
-			time.Sleep(time.Duration(150+rng.IntN(1500)) * time.Millisecond)
-			at := time.Now()
-			if err := db.restart(ctx, func() { time.Sleep(time.Duration(500+rng.IntN(1500)) * time.Millisecond) }); err != nil {
-				return err
-			}
-			dbRestarts++
-			fmt.Printf("postgres down for %s\n", time.Since(at).Round(time.Millisecond))
-			if err := f.revive(ctx, sim); err != nil {
-				return err
-			}
+	if db.srv != nil {
+		// The database crashes and comes back while both processes send
+		// (before the kills leave leases to recover): every session drops.
+		time.Sleep(time.Duration(500+rng.IntN(1500)) * time.Millisecond)
+		down := time.Now()
+		if err := db.restart(ctx, func() { time.Sleep(time.Duration(500+rng.IntN(1500)) * time.Millisecond) }); err != nil {
+			return err
 		}
+		sim.markOutage(down, time.Now())
+		dbRestarts++
+		fmt.Printf("postgres down for %s\n", time.Since(down).Round(time.Millisecond))
+		if err := f.revive(ctx, sim); err != nil {
+			return err
+		}
+	}
+	for k := range cfg.kills {
 		slot := 0
 		if k%2 == 1 {
 			// Right after a burst of answers, while pacer commits them.

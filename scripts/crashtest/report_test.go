@@ -324,3 +324,53 @@ func TestFeedChecksFlagAProcessNeverRead(t *testing.T) {
 		t.Fatalf("violations = %d, want 1: %v", c.violations, c.rows)
 	}
 }
+
+// outageFixture is one plain mutation answered while the database was
+// down, its attempt interrupted, the operation in state.
+func outageFixture(state string, resent bool) (*standIn, map[string]opSpec, map[string]opView) {
+	sim := newStandIn(1)
+	t0 := time.Now().Truncate(time.Millisecond)
+	sim.markOutage(t0, t0.Add(time.Second))
+	id := "plain-a-1"
+	ops := map[string]opSpec{id: {id: id, scope: scopeSpec{name: "plain-a", kind: "plain", maxConcurrent: 3}}}
+	rec := &opRecord{keys: map[string]bool{}, effects: 1, arrivedAt: t0.Add(-50 * time.Millisecond), answeredAt: t0.Add(500 * time.Millisecond),
+		requests: []request{{arrived: t0.Add(-50 * time.Millisecond), answered: t0.Add(500 * time.Millisecond), status: 201}}}
+	if resent {
+		rec.effects++
+		rec.requests = append(rec.requests, request{arrived: t0.Add(10 * time.Second), answered: t0.Add(10 * time.Second), status: 201})
+		rec.arrivedAt, rec.answeredAt = t0.Add(10*time.Second), t0.Add(10*time.Second)
+	}
+	sim.ops[id] = rec
+	views := map[string]opView{id: {State: state, Attempts: []attemptView{{Number: 1, StartedAt: t0.Add(-60 * time.Millisecond), FinishedAt: t0.Add(2 * time.Second), Reason: "interrupted"}}}}
+	return sim, ops, views
+}
+
+func TestOutageAnswersAcceptAnInterruptedMutationThatIsHeld(t *testing.T) {
+	sim, ops, views := outageFixture("held", false)
+	var c checks
+	outageAnswers(&c, sim, ops, views)
+	heldAtKills(&c, sim, ops, views)
+	if c.violations != 0 {
+		t.Fatalf("violations = %d, want 0: %v", c.violations, c.rows)
+	}
+}
+
+func TestOutageAnswersFlagAnInterruptedMutationThatIsResent(t *testing.T) {
+	sim, ops, views := outageFixture("succeeded", true)
+	var c checks
+	outageAnswers(&c, sim, ops, views)
+	if c.violations != 1 {
+		t.Fatalf("violations = %d, want 1: %v", c.violations, c.rows)
+	}
+}
+
+func TestHeldAtKillsFlagsAHoldNeitherAKillNorTheOutageExplains(t *testing.T) {
+	sim, ops, views := outageFixture("held", false)
+	sim.outages[0].down = sim.outages[0].down.Add(time.Hour) // long after the answer
+	sim.outages[0].up = sim.outages[0].down.Add(time.Second)
+	var c checks
+	heldAtKills(&c, sim, ops, views)
+	if c.violations != 1 {
+		t.Fatalf("violations = %d, want 1: %v", c.violations, c.rows)
+	}
+}

@@ -40,6 +40,7 @@ type standIn struct {
 	pausedBy    map[string]int // the process the 429 went to
 	scopes      []scopeSpec
 	kills       []kill
+	outages     []outage // the database's, with the processes alive
 	// whose says which pacer process sent a request (its slot, see
 	// fleet), or -1 when the sender was gone before it could be told; nil
 	// means one process, slot 0.
@@ -63,6 +64,29 @@ type kill struct {
 
 // String prints a kill for the report's diagnostics.
 func (k kill) String() string { return fmt.Sprintf("%d@%s", k.slot, k.at.Format(time.StampMilli)) }
+
+// outage is a time the database was down (stopped as in a crash, then
+// restarted).
+type outage struct{ down, up time.Time }
+
+// markOutage records that the database was down from down to up.
+func (s *standIn) markOutage(down, up time.Time) {
+	s.mu.Lock()
+	s.outages = append(s.outages, outage{down: down, up: up})
+	s.mu.Unlock()
+}
+
+// inFlightAtOutage reports whether the operation's last request was in
+// flight while the database was down, or answered so shortly before that
+// pacer may not have recorded it.
+func (s *standIn) inFlightAtOutage(rec *opRecord) bool {
+	for _, o := range s.outages {
+		if rec.arrivedAt.Before(o.up) && (rec.answeredAt.IsZero() || o.down.Sub(rec.answeredAt) < answerToRecord) {
+			return true
+		}
+	}
+	return false
+}
 
 // flight is a request in flight at the stand-in.
 type flight struct {
@@ -95,6 +119,7 @@ type opRecord struct {
 type request struct {
 	arrived, answered time.Time // answered is zero if no answer left
 	status            int
+	slot              int // the process that sent it
 }
 
 // burst is a group of answers held back and sent at once.
@@ -242,6 +267,20 @@ func (s *standIn) killedSince(slot int, t time.Time) bool {
 // committing it (generous: CI machines are shared and loaded).
 const answerToRecord = 2 * time.Second
 
+// killedBetween reports whether the process of slot was killed after
+// from and at or before to (-1, a process already gone, always was).
+func (s *standIn) killedBetween(slot int, from, to time.Time) bool {
+	if slot < 0 {
+		return true
+	}
+	for _, k := range s.kills {
+		if k.slot == slot && k.at.After(from) && !k.at.After(to) {
+			return true
+		}
+	}
+	return false
+}
+
 // inFlightAtKill reports whether the operation's last request was in
 // flight at a kill from pacer's side: it arrived before the kill and its
 // answer left after the kill (the server noticed the dead connection too
@@ -295,7 +334,7 @@ func (s *standIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if key != "" {
 		rec.keys[key] = true
 	}
-	rec.requests = append(rec.requests, request{arrived: now})
+	rec.requests = append(rec.requests, request{arrived: now, slot: slot})
 	n := len(rec.requests) - 1
 	rec.arrivedAt, rec.answeredAt, rec.slot = now, time.Time{}, slot
 	if nb := r.Header.Get("X-Not-Before"); nb != "" {
