@@ -58,7 +58,7 @@ func openDatabase(ctx context.Context, db, work string, seed uint64) (*database,
 	name := fmt.Sprintf("pacer_crashtest_%d", seed)
 	u, err := url.Parse(db)
 	if err != nil {
-		return nil, fmt.Errorf("-db: %w", err)
+		return nil, errors.New("-db: not a valid URL") // its error would repeat the URL, password and all
 	}
 	admin, err := pgx.Connect(ctx, db)
 	if err != nil {

@@ -151,8 +151,11 @@ func run(cfg config) error {
 		return err
 	}
 	defer db.close()
-	if cfg.procs > 1 || db.srv != nil {
-		fmt.Printf("crashtest: %d serve processes on PostgreSQL\n", cfg.procs)
+	switch {
+	case db.srv != nil:
+		fmt.Printf("crashtest: %d serve processes on a throwaway PostgreSQL, crashed and restarted once\n", cfg.procs)
+	case isPostgres(cfg.db):
+		fmt.Printf("crashtest: %d serve processes on a new database of the -db server (no database crash: not a throwaway server)\n", cfg.procs)
 	}
 
 	sim := newStandIn(cfg.seed)
