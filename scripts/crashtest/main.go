@@ -25,16 +25,17 @@
 // With -db postgres (a throwaway durable PostgreSQL) or -db postgres://…
 // (a new database on that server) it runs -procs serve processes on one
 // database (2 by default), spreads the enqueues and the API calls over
-// them, kills either at random, and, on the throwaway server, stops
-// PostgreSQL as a crash would and restarts it once halfway through the
-// kills; a serve that exits by itself (on losing its database) is
+// them and kills either at random. On the throwaway server it first stops
+// PostgreSQL as a crash would, while the processes send, kills one of
+// them while it is down, and restarts it: answers that left meanwhile
+// must be recorded or treated as after a kill. A serve that exits by itself (on losing its database, say) is
 // restarted and counted. The stand-in tells the processes' requests apart
 // by their connections, so a kill ends only its own process's requests.
 //
 // It prints the counts as a table and exits non-zero on any violation.
 //
 //	go run ./scripts/crashtest -ops 3000 -kills 8
-//	go run ./scripts/crashtest -db postgres -procs 2 -ops 1500 -kills 8
+//	go run ./scripts/crashtest -db postgres -procs 2 -ops 3000 -kills 8
 //
 // It talks only to 127.0.0.1 and stops by itself (-timeout).
 package main
@@ -258,14 +259,25 @@ func run(cfg config) error {
 	if db.srv != nil {
 		// The database crashes and comes back while both processes send
 		// (before the kills leave leases to recover): every session drops.
+		// Halfway through the outage one process is killed too; it starts
+		// again once the database is back.
 		time.Sleep(time.Duration(500+rng.IntN(1500)) * time.Millisecond)
-		down := time.Now()
-		if err := db.restart(ctx, func() { time.Sleep(time.Duration(500+rng.IntN(1500)) * time.Millisecond) }); err != nil {
+		down, outage, victim := time.Now(), time.Duration(500+rng.IntN(1500))*time.Millisecond, rng.IntN(f.size())
+		err := db.restart(ctx, func() {
+			time.Sleep(outage / 2)
+			sim.markKill(victim)
+			f.procs[victim].kill()
+			time.Sleep(outage / 2)
+		})
+		if err != nil {
 			return err
 		}
 		sim.markOutage(down, time.Now())
 		dbRestarts++
-		fmt.Printf("postgres down for %s\n", time.Since(down).Round(time.Millisecond))
+		fmt.Printf("postgres down for %s, process %d killed meanwhile\n", time.Since(down).Round(time.Millisecond), victim)
+		if err := f.procs[victim].start(ctx); err != nil {
+			return fmt.Errorf("restart of process %d after the database's: %w", victim, err)
+		}
 		if err := f.revive(ctx, sim); err != nil {
 			return err
 		}
@@ -275,6 +287,13 @@ func run(cfg config) error {
 		if k%2 == 1 {
 			// Right after a burst of answers, while pacer commits them.
 			time.Sleep(time.Duration(150+rng.IntN(600)) * time.Millisecond)
+			if isPostgres(cfg.db) {
+				// On PostgreSQL a killed node's leases hold their scopes
+				// until a node whose session is old enough recovers them
+				// (design §10): wait for answers to flow again, so that
+				// the burst has some.
+				sim.awaitTraffic(burstSize, 300*time.Millisecond, 15*time.Second)
+			}
 			slot = sim.killAfterBurst(sim.armBurst(), time.Duration(rng.IntN(4000))*time.Microsecond, f.size())
 		} else {
 			time.Sleep(time.Duration(150+rng.IntN(1500)) * time.Millisecond)
@@ -340,14 +359,14 @@ type attemptView struct {
 // waitSettled polls the API until every operation has ended or is held,
 // and returns what pacer recorded about each one. A process that exits by
 // itself meanwhile is restarted.
-func waitSettled(ctx context.Context, p *fleet, sim *standIn, ops map[string]opSpec) (map[string]opView, error) {
+func waitSettled(ctx context.Context, f *fleet, sim *standIn, ops map[string]opSpec) (map[string]opView, error) {
 	for {
-		if err := p.revive(ctx, sim); err != nil {
+		if err := f.revive(ctx, sim); err != nil {
 			return nil, err
 		}
 		settled := true
 		for _, st := range []string{"scheduled", "waitingForBudget", "running"} {
-			code, out, err := p.call(ctx, "GET", "/v1/operations?limit=1&state="+st, nil)
+			code, out, err := f.call(ctx, "GET", "/v1/operations?limit=1&state="+st, nil)
 			if err != nil {
 				return nil, err
 			}
@@ -374,10 +393,10 @@ func waitSettled(ctx context.Context, p *fleet, sim *standIn, ops map[string]opS
 	}
 	views := map[string]opView{}
 	for id := range ops {
-		st, out, err := p.call(ctx, "GET", "/v1/operations/"+id, nil)
+		st, out, err := f.call(ctx, "GET", "/v1/operations/"+id, nil)
 		for try := 0; err == nil && st >= 500 && try < 50; try++ {
 			time.Sleep(100 * time.Millisecond)
-			st, out, err = p.call(ctx, "GET", "/v1/operations/"+id, nil)
+			st, out, err = f.call(ctx, "GET", "/v1/operations/"+id, nil)
 		}
 		if err != nil {
 			return nil, err
@@ -390,7 +409,7 @@ func waitSettled(ctx context.Context, p *fleet, sim *standIn, ops map[string]opS
 		if err := json.Unmarshal(out, &v); err != nil {
 			return nil, fmt.Errorf("operation %s: %w (%s)", id, err, out)
 		}
-		st, out, err = p.call(ctx, "GET", "/v1/operations/"+id+"/attempts", nil)
+		st, out, err = f.call(ctx, "GET", "/v1/operations/"+id+"/attempts", nil)
 		if err != nil {
 			return nil, err
 		}

@@ -176,6 +176,23 @@ func (s *standIn) markKill(slot int) {
 	s.mu.Unlock()
 }
 
+// awaitTraffic waits until at least n requests arrived within one period
+// of every, or bound passed.
+func (s *standIn) awaitTraffic(n int, every, bound time.Duration) {
+	for end := time.Now().Add(bound); time.Now().Before(end); {
+		s.mu.Lock()
+		before := s.total
+		s.mu.Unlock()
+		time.Sleep(every)
+		s.mu.Lock()
+		after := s.total
+		s.mu.Unlock()
+		if after-before >= n {
+			return
+		}
+	}
+}
+
 // armBurst starts gathering answers; the burst opens when burstSize are
 // held or after burstWait.
 func (s *standIn) armBurst() *burst {
