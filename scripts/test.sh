@@ -37,3 +37,8 @@ PACER_TEST_STORE=postgres go test -race -count=1 -timeout 15m "$@" ./scheduler/ 
 # The crash test: the real binary killed with SIGKILL at random moments
 # during a few thousand operations, checked against the provider's own log.
 go run ./scripts/crashtest -ops 3000 -kills 8 -timeout 10m
+# The same on PostgreSQL: two serve processes on one database (a
+# throwaway durable server, or a new database on PACER_TEST_POSTGRES's),
+# either killed at random, the throwaway server crashed and restarted
+# once; the change feed read through both.
+go run ./scripts/crashtest -db "${PACER_TEST_POSTGRES:-postgres}" -procs 2 -ops 3000 -kills 8 -timeout 10m

@@ -18,21 +18,34 @@
 // must end held/unknownOutcome, sent once; with keys they must be resent
 // with the same key, deduplicated, and end succeeded.
 //
+// A follower reads the change feed all along, through each process in
+// turn: seq must grow strictly, and every operation's last change must be
+// the state it ends in.
+//
+// With -db postgres (a throwaway durable PostgreSQL) or -db postgres://…
+// (a new database on that server) it runs -procs serve processes on one
+// database (2 by default), spreads the enqueues and the API calls over
+// them and kills either at random. On the throwaway server it first stops
+// PostgreSQL as a crash would, while the processes send, kills one of
+// them while it is down, and restarts it: answers that left meanwhile
+// must be recorded or treated as after a kill. A serve that exits by itself (on losing its database, say) is
+// restarted and counted. The stand-in tells the processes' requests apart
+// by their connections, so a kill ends only its own process's requests.
+//
 // It prints the counts as a table and exits non-zero on any violation.
 //
 //	go run ./scripts/crashtest -ops 3000 -kills 8
+//	go run ./scripts/crashtest -db postgres -procs 2 -ops 3000 -kills 8
 //
 // It talks only to 127.0.0.1 and stops by itself (-timeout).
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -40,7 +53,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -52,6 +64,8 @@ func main() {
 	flag.DurationVar(&cfg.timeout, "timeout", 10*time.Minute, "give up after this long")
 	flag.StringVar(&cfg.binary, "pacer", "", "pacer binary (default: build it from the module root)")
 	flag.BoolVar(&cfg.verbose, "v", false, "print pacer's logs on failure")
+	flag.StringVar(&cfg.db, "db", "", `database: empty for SQLite, "postgres" for a throwaway PostgreSQL, or a postgres:// URL of a server to make a database on`)
+	flag.IntVar(&cfg.procs, "procs", 0, "serve processes on the database (default 1 on SQLite, 2 on PostgreSQL; several need PostgreSQL)")
 	flag.Parse()
 	if err := run(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "crashtest:", err)
@@ -65,6 +79,8 @@ type config struct {
 	timeout    time.Duration
 	binary     string
 	verbose    bool
+	db         string
+	procs      int
 }
 
 // scopeSpec is one scope of the run and how its stand-in behaves.
@@ -119,23 +135,57 @@ func run(cfg config) error {
 			return fmt.Errorf("build pacer: %w", err)
 		}
 	}
+	switch {
+	case cfg.procs == 0 && isPostgres(cfg.db):
+		cfg.procs = 2
+	case cfg.procs == 0:
+		cfg.procs = 1
+	case cfg.procs < 1 || cfg.procs > 8:
+		return fmt.Errorf("-procs %d: want 1 to 8", cfg.procs)
+	case cfg.procs > 1 && !isPostgres(cfg.db):
+		return fmt.Errorf("-procs %d: several processes need -db postgres", cfg.procs)
+	}
 	rng := rand.New(rand.NewPCG(cfg.seed, cfg.seed^0x9e3779b97f4a7c15))
 	fmt.Printf("crashtest: %d operations, %d kills, seed %d\n", cfg.ops, cfg.kills, cfg.seed)
+	db, err := openDatabase(ctx, cfg.db, work, cfg.seed)
+	if err != nil {
+		return err
+	}
+	defer db.close()
+	switch {
+	case db.srv != nil:
+		fmt.Printf("crashtest: %d serve processes on a throwaway PostgreSQL, crashed and restarted once\n", cfg.procs)
+	case isPostgres(cfg.db):
+		fmt.Printf("crashtest: %d serve processes on a new database of the -db server (no database crash: not a throwaway server)\n", cfg.procs)
+	}
 
 	sim := newStandIn(cfg.seed)
+	f := newFleet(cfg.binary, db.url, db.env, cfg.procs)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
 	provider := &http.Server{Handler: sim}
+	if cfg.procs > 1 {
+		sim.whose, provider.ConnContext = ownerOf(f.pids), withConnOwner
+	}
 	go provider.Serve(ln)
 	defer provider.Close()
 
-	p := &proc{binary: cfg.binary, db: filepath.Join(work, "pacer.db"), addr: freeAddr(), client: http.Client{Timeout: 10 * time.Second}}
-	defer p.stop()
-	if err := p.start(ctx); err != nil {
+	defer f.stop()
+	if err := f.startAll(ctx); err != nil {
 		return err
 	}
+	stopFeed := make(chan struct{})
+	type feedResult struct {
+		log *feedLog
+		err error
+	}
+	feedDone := make(chan feedResult, 1)
+	go func() {
+		log, err := follow(ctx, f, stopFeed)
+		feedDone <- feedResult{log, err}
+	}()
 	baseURL := "http://" + ln.Addr().String()
 	scopes := scopeSpecs()
 	for _, s := range scopes {
@@ -144,7 +194,7 @@ func run(cfg config) error {
 		if s.kind == "keyed" {
 			body["idempotencyHeader"] = "Idempotency-Key"
 		}
-		if st, out, err := p.call(ctx, "PUT", "/v1/scopes/"+s.name, body); err != nil || st >= 300 {
+		if st, out, err := f.call(ctx, "PUT", "/v1/scopes/"+s.name, body); err != nil || st >= 300 {
 			return fmt.Errorf("put scope %s: %d %s %v", s.name, st, out, err)
 		}
 	}
@@ -156,7 +206,8 @@ func run(cfg config) error {
 		if len(batch) == 0 {
 			return nil
 		}
-		st, out, err := p.call(ctx, "POST", "/v1/operations/batch", map[string]any{"operations": batch})
+		// Each batch to the next process.
+		st, out, err := f.call(ctx, "POST", "/v1/operations/batch", map[string]any{"operations": batch})
 		if err != nil || st != 200 {
 			return fmt.Errorf("enqueue batch: %d %s %v", st, out, err)
 		}
@@ -204,31 +255,76 @@ func run(cfg config) error {
 		return err
 	}
 	started := time.Now()
+	var dbRestarts int
+	if db.srv != nil {
+		// The database crashes and comes back while both processes send
+		// (before the kills leave leases to recover): every session drops.
+		// Halfway through the outage one process is killed too; it starts
+		// again once the database is back.
+		time.Sleep(time.Duration(500+rng.IntN(1500)) * time.Millisecond)
+		down, outage, victim := time.Now(), time.Duration(500+rng.IntN(1500))*time.Millisecond, rng.IntN(f.size())
+		err := db.restart(ctx, func() {
+			time.Sleep(outage / 2)
+			sim.markKill(victim)
+			f.procs[victim].kill()
+			time.Sleep(outage / 2)
+		})
+		if err != nil {
+			return err
+		}
+		sim.markOutage(down, time.Now())
+		dbRestarts++
+		fmt.Printf("postgres down for %s, process %d killed meanwhile\n", time.Since(down).Round(time.Millisecond), victim)
+		if err := f.procs[victim].start(ctx); err != nil {
+			return fmt.Errorf("restart of process %d after the database's: %w", victim, err)
+		}
+		if err := f.revive(ctx, sim); err != nil {
+			return err
+		}
+	}
 	for k := range cfg.kills {
+		slot := 0
 		if k%2 == 1 {
 			// Right after a burst of answers, while pacer commits them.
 			time.Sleep(time.Duration(150+rng.IntN(600)) * time.Millisecond)
-			sim.killAfterBurst(sim.armBurst(), time.Duration(rng.IntN(4000))*time.Microsecond)
+			if isPostgres(cfg.db) {
+				// On PostgreSQL a killed node's leases hold their scopes
+				// until a node whose session is old enough recovers them
+				// (design §10): wait for answers to flow again, so that
+				// the burst has some.
+				sim.awaitTraffic(burstSize, 300*time.Millisecond, 15*time.Second)
+			}
+			slot = sim.killAfterBurst(sim.armBurst(), time.Duration(rng.IntN(4000))*time.Microsecond, f.size())
 		} else {
 			time.Sleep(time.Duration(150+rng.IntN(1500)) * time.Millisecond)
-			sim.markKill()
+			if f.size() > 1 {
+				slot = rng.IntN(f.size())
+			}
+			sim.markKill(slot)
 		}
-		p.kill()
-		if err := p.start(ctx); err != nil {
-			return fmt.Errorf("restart %d: %w", k+1, err)
+		if err := f.killAndRestart(ctx, slot); err != nil {
+			return fmt.Errorf("kill %d: %w", k+1, err)
+		}
+		if err := f.revive(ctx, sim); err != nil {
+			return err
 		}
 	}
 	// Let it finish: every operation terminal or held.
-	views, err := waitSettled(ctx, p, ops)
+	views, err := waitSettled(ctx, f, sim, ops)
 	if err != nil {
 		if cfg.verbose {
-			fmt.Fprintln(os.Stderr, p.logs.String())
+			fmt.Fprintln(os.Stderr, f.logs())
 		}
 		return err
 	}
 	took := time.Since(started)
-	p.stop()
-	return report(cfg, sim, ops, views, took)
+	close(stopFeed)
+	feed := <-feedDone
+	if feed.err != nil {
+		return feed.err
+	}
+	f.stop()
+	return report(cfg, sim, ops, views, took, runInfo{feed: feed.log, exits: f.exits, dbRestarts: dbRestarts, procs: f.size()})
 }
 
 type opSpec struct {
@@ -261,14 +357,22 @@ type attemptView struct {
 }
 
 // waitSettled polls the API until every operation has ended or is held,
-// and returns what pacer recorded about each one.
-func waitSettled(ctx context.Context, p *proc, ops map[string]opSpec) (map[string]opView, error) {
+// and returns what pacer recorded about each one. A process that exits by
+// itself meanwhile is restarted.
+func waitSettled(ctx context.Context, f *fleet, sim *standIn, ops map[string]opSpec) (map[string]opView, error) {
 	for {
+		if err := f.revive(ctx, sim); err != nil {
+			return nil, err
+		}
 		settled := true
 		for _, st := range []string{"scheduled", "waitingForBudget", "running"} {
-			_, out, err := p.call(ctx, "GET", "/v1/operations?limit=1&state="+st, nil)
+			code, out, err := f.call(ctx, "GET", "/v1/operations?limit=1&state="+st, nil)
 			if err != nil {
 				return nil, err
+			}
+			if code != 200 {
+				settled = false // a process that cannot read its database yet
+				continue
 			}
 			var page struct{ Operations []json.RawMessage }
 			if err := json.Unmarshal(out, &page); err != nil {
@@ -289,7 +393,11 @@ func waitSettled(ctx context.Context, p *proc, ops map[string]opSpec) (map[strin
 	}
 	views := map[string]opView{}
 	for id := range ops {
-		st, out, err := p.call(ctx, "GET", "/v1/operations/"+id, nil)
+		st, out, err := f.call(ctx, "GET", "/v1/operations/"+id, nil)
+		for try := 0; err == nil && st >= 500 && try < 50; try++ {
+			time.Sleep(100 * time.Millisecond)
+			st, out, err = f.call(ctx, "GET", "/v1/operations/"+id, nil)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -301,7 +409,7 @@ func waitSettled(ctx context.Context, p *proc, ops map[string]opSpec) (map[strin
 		if err := json.Unmarshal(out, &v); err != nil {
 			return nil, fmt.Errorf("operation %s: %w (%s)", id, err, out)
 		}
-		st, out, err = p.call(ctx, "GET", "/v1/operations/"+id+"/attempts", nil)
+		st, out, err = f.call(ctx, "GET", "/v1/operations/"+id+"/attempts", nil)
 		if err != nil {
 			return nil, err
 		}
@@ -313,75 +421,6 @@ func waitSettled(ctx context.Context, p *proc, ops map[string]opSpec) (map[strin
 		views[id] = v
 	}
 	return views, nil
-}
-
-// proc is one pacer serve process, restarted on the same database.
-type proc struct {
-	binary, db, addr string
-	cmd              *exec.Cmd
-	logs             bytes.Buffer
-	client           http.Client
-}
-
-func (p *proc) start(ctx context.Context) error {
-	p.cmd = exec.Command(p.binary, "serve", "--db", p.db, "--listen", p.addr, "--workers", "16",
-		"--request-timeout", requestTimeout.String(), "--lease", (requestTimeout + 7*time.Second).String(), "--log-level", "warn")
-	p.cmd.Stdout, p.cmd.Stderr = &p.logs, &p.logs
-	if err := p.cmd.Start(); err != nil {
-		return err
-	}
-	for i := 0; i < 500; i++ {
-		if st, _, err := p.call(ctx, "GET", "/healthz", nil); err == nil && st == 200 {
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return fmt.Errorf("pacer did not start:\n%s", p.logs.String())
-}
-
-func (p *proc) kill() {
-	if p.cmd != nil && p.cmd.Process != nil {
-		_ = p.cmd.Process.Signal(syscall.SIGKILL)
-		_ = p.cmd.Wait()
-	}
-}
-
-func (p *proc) stop() {
-	if p.cmd != nil && p.cmd.ProcessState == nil && p.cmd.Process != nil {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = p.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			p.kill()
-		}
-	}
-}
-
-func (p *proc) call(ctx context.Context, method, path string, body any) (int, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return 0, nil, err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+p.addr+path, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := p.client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, out, err
 }
 
 func freeAddr() string {

@@ -22,7 +22,15 @@ func (c *checks) add(name string, n int, ok bool) {
 	c.rows = append(c.rows, [2]string{name, fmt.Sprintf("%d\t%s", n, mark)})
 }
 
-func report(cfg config, sim *standIn, ops map[string]opSpec, views map[string]opView, took time.Duration) error {
+// runInfo is what the run saw besides the stand-in's log and the views.
+type runInfo struct {
+	feed       *feedLog
+	exits      []exit // processes that exited by themselves
+	dbRestarts int    // immediate stops and restarts of PostgreSQL
+	procs      int
+}
+
+func report(cfg config, sim *standIn, ops map[string]opSpec, views map[string]opView, took time.Duration, info runInfo) error {
 	sim.mu.Lock()
 	defer sim.mu.Unlock()
 	var c checks
@@ -41,8 +49,32 @@ func report(cfg config, sim *standIn, ops map[string]opSpec, views map[string]op
 		c.add("  "+st, byState[st], true)
 	}
 	c.add("lost (not terminal or held)", lost, lost == 0)
-	c.add("kills (SIGKILL + restart)", len(sim.kills), true)
+	c.add("kills (SIGKILL + restart)", len(sim.kills)-len(info.exits), true)
+	if info.procs > 1 {
+		perSlot := make([]int, info.procs)
+		for _, k := range sim.kills {
+			if k.slot >= 0 && k.slot < info.procs {
+				perSlot[k.slot]++
+			}
+		}
+		for slot, n := range perSlot {
+			c.add(fmt.Sprintf("  of process %d (with exits)", slot), n, true)
+		}
+	}
+	if info.dbRestarts > 0 || len(info.exits) > 0 {
+		c.add("database crashes (immediate stop + restart)", info.dbRestarts, true)
+		for _, e := range info.exits {
+			fmt.Printf("process %d exited by itself, noticed %s: %s\n", e.slot, e.at.Format(time.StampMilli), e.logs)
+		}
+		c.add("serves that exited by themselves (restarted)", len(info.exits), true)
+	}
 	c.add("requests seen by the provider", sim.total, true)
+	if info.procs > 1 {
+		for slot := range info.procs {
+			c.add(fmt.Sprintf("  from process %d", slot), sim.bySlot[slot], sim.bySlot[slot] > 0)
+		}
+		c.add("  from a process gone before it was looked up", sim.bySlot[-1], true)
+	}
 
 	dupEffects, keyChanged, heldNotPlain, heldResent := 0, 0, 0, 0
 	for id, o := range ops {
@@ -85,6 +117,8 @@ func report(cfg config, sim *standIn, ops map[string]opSpec, views map[string]op
 	heldAtKills(&c, sim, ops, views)
 	burstKills(&c, cfg, sim, ops, views)
 	silentOps(&c, sim, ops, views)
+	outageAnswers(&c, sim, ops, views)
+	feedChecks(&c, info.feed, views)
 
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "check\tcount\tresult")
@@ -133,7 +167,7 @@ func sendsBeforeNextAttempt(sim *standIn, views map[string]opView) int {
 // held, and every held one was cut, answered just before a kill (pacer
 // died before recording the answer) or given up by pacer's request timeout.
 func heldAtKills(c *checks, sim *standIn, ops map[string]opSpec, views map[string]opView) {
-	cut, cutNotHeld, heldUnexplained, heldAnswered, heldUnsent, heldTimedOut := 0, 0, 0, 0, 0, 0
+	cut, cutNotHeld, heldUnexplained, heldAnswered, heldUnsent, heldTimedOut, heldOutage := 0, 0, 0, 0, 0, 0, 0
 	for id, rec := range sim.ops {
 		if rec.cut && ops[id].scope.kind == "plain" {
 			cut++
@@ -155,6 +189,8 @@ func heldAtKills(c *checks, sim *standIn, ops map[string]opSpec, views map[strin
 			heldTimedOut++
 		case sim.inFlightAtKill(rec):
 			heldAnswered++
+		case sim.inFlightAtOutage(rec):
+			heldOutage++
 		default:
 			heldUnexplained++
 			fmt.Printf("held but not in flight at a kill: %s arrived %s answered %s kills %v\n", id,
@@ -166,6 +202,9 @@ func heldAtKills(c *checks, sim *standIn, ops map[string]opSpec, views map[strin
 	c.add("held: answered around a kill, not yet recorded", heldAnswered, true)
 	c.add("held: leased, not yet sent at a kill", heldUnsent, true)
 	c.add("held: not answered within pacer's request timeout", heldTimedOut, true)
+	if len(sim.outages) > 0 {
+		c.add("held: in flight while the database was down", heldOutage, true)
+	}
 	c.add("held: not in flight at any kill", heldUnexplained, heldUnexplained == 0)
 }
 
@@ -177,7 +216,11 @@ func burstKills(c *checks, cfg config, sim *standIn, ops map[string]opSpec, view
 	inWindow, answers, recorded, resent, held, wrong := 0, 0, 0, 0, 0, 0
 	midBatch, beforeAny, afterAll := 0, 0, 0
 	for _, k := range sim.burstKills {
-		fmt.Printf("kill %s after a burst of %d answers\n", k.at.Sub(k.last).Round(10*time.Microsecond), len(k.answers))
+		if len(k.answers) == 0 {
+			fmt.Printf("kill of process %d after a burst with no answer to it\n", k.slot)
+		} else {
+			fmt.Printf("kill of process %d %s after a burst of %d answers to it\n", k.slot, k.at.Sub(k.last).Round(10*time.Microsecond), len(k.answers))
+		}
 		if !k.inWindow() {
 			continue
 		}
@@ -185,23 +228,15 @@ func burstKills(c *checks, cfg config, sim *standIn, ops map[string]opSpec, view
 		rec0 := recorded
 		for _, a := range k.answers {
 			answers++
-			v, rec := views[a.id], sim.ops[a.id]
-			att, found := attemptFor(v.Attempts, a.arrived)
-			later := rec != nil && rec.requests[len(rec.requests)-1].arrived.After(a.arrived)
-			kind := ops[a.id].scope.kind
-			switch {
-			case found && att.Status == a.status:
+			switch answerFate("burst answer", a, views[a.id], sim.ops[a.id], ops[a.id].scope.kind) {
+			case fateRecorded:
 				recorded++
-			case !found || att.Status != 0 || att.Reason != "interrupted":
-				wrong++
-				fmt.Printf("burst answer %s (%d) recorded as %d %q\n", a.id, a.status, att.Status, att.Reason)
-			case kind == "read" && later, kind == "keyed" && later:
+			case fateResent:
 				resent++
-			case kind != "read" && v.State == "held" && (kind == "keyed" || !later):
+			case fateHeld:
 				held++
 			default:
 				wrong++
-				fmt.Printf("burst answer %s (%d) interrupted, then %s, resent %v\n", a.id, a.status, v.State, later)
 			}
 		}
 		switch n := recorded - rec0; {
@@ -224,6 +259,70 @@ func burstKills(c *checks, cfg config, sim *standIn, ops map[string]opSpec, view
 	c.add("    interrupted, then resent (same key)", resent, true)
 	c.add("    interrupted, then held", held, true)
 	c.add("    recorded otherwise, or not resent/held", wrong, wrong == 0)
+}
+
+// What became of an answer pacer may have had no time to record.
+const (
+	fateRecorded = "recorded" // recorded with the answer
+	fateResent   = "resent"   // interrupted, then resent (a read, or a mutation with its key)
+	fateHeld     = "held"     // interrupted, then held (a mutation; one without a key not resent)
+	fateWrong    = "wrong"    // recorded as another answer, or interrupted and neither resent nor held
+)
+
+// answerFate judges what pacer did with answer a of an operation of kind
+// (the stand-in's rec, pacer's v), printing what it finds wrong under
+// what: the answer is recorded, or its attempt is interrupted and then
+// the operation resent (a read, a keyed mutation) or held (a mutation;
+// one without a key never resent).
+func answerFate(what string, a burstAnswer, v opView, rec *opRecord, kind string) string {
+	att, found := attemptFor(v.Attempts, a.arrived)
+	later := rec != nil && rec.requests[len(rec.requests)-1].arrived.After(a.arrived)
+	switch {
+	case found && att.Status == a.status:
+		return fateRecorded
+	case !found || att.Status != 0 || att.Reason != "interrupted":
+		fmt.Printf("%s %s (%d) recorded as %d %q\n", what, a.id, a.status, att.Status, att.Reason)
+		return fateWrong
+	case kind == "read" && later, kind == "keyed" && later:
+		return fateResent
+	case kind != "read" && v.State == "held" && (kind == "keyed" || !later):
+		return fateHeld
+	default:
+		fmt.Printf("%s %s (%d) interrupted, then %s, resent %v\n", what, a.id, a.status, v.State, later)
+		return fateWrong
+	}
+}
+
+// outageAnswers checks the answers that left while the database was down
+// (pacer unable to record them): each is recorded once the database is
+// back, or treated as interrupted, as after a kill. It counts the
+// requests of live processes in flight when the database went down.
+func outageAnswers(c *checks, sim *standIn, ops map[string]opSpec, views map[string]opView) {
+	if len(sim.outages) == 0 {
+		return
+	}
+	inFlight, fates := 0, map[string]int{}
+	for id, rec := range sim.ops {
+		for _, q := range rec.requests {
+			for _, o := range sim.outages {
+				if q.arrived.Before(o.down) && (q.answered.IsZero() || q.answered.After(o.down)) && !sim.killedBetween(q.slot, q.arrived, o.down) {
+					inFlight++
+				}
+				if q.answered.IsZero() || q.answered.Before(o.down) || !q.answered.Before(o.up) {
+					continue
+				}
+				a := burstAnswer{id: id, status: q.status, arrived: q.arrived, answered: q.answered, slot: q.slot}
+				fates[answerFate("answer during the database outage", a, views[id], rec, ops[id].scope.kind)]++
+			}
+		}
+	}
+	n := fates[fateRecorded] + fates[fateResent] + fates[fateHeld] + fates[fateWrong]
+	c.add("requests in flight when the database went down", inFlight, true)
+	c.add("answers while the database was down", n, true)
+	c.add("    recorded with the answer", fates[fateRecorded], true)
+	c.add("    interrupted, then resent (same key)", fates[fateResent], true)
+	c.add("    interrupted, then held", fates[fateHeld], true)
+	c.add("    recorded otherwise, or not resent/held", fates[fateWrong], fates[fateWrong] == 0)
 }
 
 // attemptFor returns the attempt that sent a request arriving at t: the
@@ -283,4 +382,40 @@ func silentOps(c *checks, sim *standIn, ops map[string]opSpec, views map[string]
 	c.add("  timed out by pacer (not a kill)", keyedTimedOut, keyedTimedOut > 0)
 	c.add("  resent with its key, applied once, succeeded", keyedOK, true)
 	c.add("  ended otherwise (failed, held, duplicated, …)", keyedWrong, keyedWrong == 0)
+}
+
+// feedChecks checks the change feed as the follower read it: seq grows
+// strictly from each change to the next, across pages and processes, and
+// every operation that ended or is held has, as its last change in the
+// feed, the state it is in.
+func feedChecks(c *checks, feed *feedLog, views map[string]opView) {
+	notIncreasing := 0
+	last := map[string]feedChange{}
+	for i, ch := range feed.changes {
+		if i > 0 && ch.Seq <= feed.changes[i-1].Seq {
+			notIncreasing++
+			fmt.Printf("change feed: seq %d (%s %s) after seq %d\n", ch.Seq, ch.OperationID, ch.State, feed.changes[i-1].Seq)
+		}
+		last[ch.OperationID] = ch
+	}
+	settled, missing := 0, 0
+	for id, v := range views {
+		switch v.State {
+		case "succeeded", "failed", "canceled", "held":
+		default:
+			continue
+		}
+		settled++
+		if ch, ok := last[id]; !ok || ch.State != v.State {
+			missing++
+			fmt.Printf("change feed: %s is %s, its last change %q (seq %d)\n", id, v.State, ch.State, ch.Seq)
+		}
+	}
+	c.add("changes read from the feed", len(feed.changes), true)
+	for slot, n := range feed.pages {
+		c.add(fmt.Sprintf("  pages read through process %d", slot), n, n > 0)
+	}
+	c.add("  seq not above the one before", notIncreasing, notIncreasing == 0)
+	c.add("  settled operations", settled, true)
+	c.add("    whose state is not their last change", missing, missing == 0)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -65,7 +66,7 @@ func TestStandInDoesNotCountRequestsOfAKilledProcess(t *testing.T) {
 	if !sim.live(old, now) {
 		t.Fatal("a request of a live process is not in flight")
 	}
-	sim.kills = append(sim.kills, now.Add(-time.Millisecond))
+	sim.kills = append(sim.kills, kill{at: now.Add(-time.Millisecond)})
 	if sim.live(old, now) {
 		t.Fatal("a request sent before the last kill is still in flight")
 	}
@@ -97,7 +98,7 @@ func burstFixture(state string, resent bool) (*standIn, map[string]opSpec, map[s
 		v := opView{State: state, Attempts: []attemptView{{Number: 1, StartedAt: t0, FinishedAt: t0.Add(time.Second), Reason: "interrupted"}}}
 		views[id] = v
 	}
-	sim.kills = append(sim.kills, k.at)
+	sim.kills = append(sim.kills, kill{at: k.at})
 	sim.burstKills = append(sim.burstKills, k)
 	return sim, ops, views
 }
@@ -193,5 +194,183 @@ func TestStandInRecordsARequestPacerGaveUpOnAsUnanswered(t *testing.T) {
 	rec := sim.ops["plain-a-1"]
 	if rec == nil || !rec.timedOut || rec.cut || !rec.answeredAt.IsZero() {
 		t.Fatalf("record = %+v, want timed out, not cut, not answered", rec)
+	}
+}
+
+func TestStandInEndsOnlyTheKilledProcessesRequests(t *testing.T) {
+	sim := newStandIn(1)
+	now := time.Now()
+	mine := &flight{id: "read-a-1", arrived: now.Add(-time.Second), slot: 0}
+	theirs := &flight{id: "read-a-2", arrived: now.Add(-time.Second), slot: 1}
+	sim.kills = append(sim.kills, kill{at: now.Add(-time.Millisecond), slot: 1})
+	if !sim.live(mine, now) {
+		t.Fatal("a kill of process 1 ended a request of process 0")
+	}
+	if sim.live(theirs, now) {
+		t.Fatal("a request of process 1 sent before its kill is still in flight")
+	}
+	if sim.live(&flight{id: "read-a-3", arrived: now, slot: -1}, now) {
+		t.Fatal("a request of a process gone before it was looked up is in flight")
+	}
+	rec := &opRecord{arrivedAt: now.Add(-time.Second), slot: 0}
+	if sim.inFlightAtKill(rec) {
+		t.Fatal("a request of process 0 counts as in flight at a kill of process 1")
+	}
+	rec.slot = 1
+	if !sim.inFlightAtKill(rec) {
+		t.Fatal("a request of process 1 does not count as in flight at its kill")
+	}
+}
+
+func TestKillAfterBurstKillsTheProcessMostAnswersWentTo(t *testing.T) {
+	sim := newStandIn(1)
+	b := &burst{release: make(chan struct{})}
+	close(b.release)
+	t0 := time.Now()
+	for i, slot := range []int{0, 1, 1, 1} {
+		b.answers = append(b.answers, burstAnswer{id: string(rune('a' + i)), status: 200, slot: slot,
+			arrived: t0, answered: t0.Add(time.Duration(i) * time.Millisecond)})
+	}
+	if got := sim.killAfterBurst(b, 0, 2); got != 1 {
+		t.Fatalf("killed process %d, want 1", got)
+	}
+	k := sim.burstKills[0]
+	if len(k.answers) != 3 || k.slot != 1 || !k.last.Equal(t0.Add(3*time.Millisecond)) {
+		t.Fatalf("burst kill = %+v, want process 1's 3 answers, the last at +3ms", k)
+	}
+	if len(sim.kills) != 1 || sim.kills[0].slot != 1 {
+		t.Fatalf("kills = %v, want one of process 1", sim.kills)
+	}
+}
+
+func TestOwnerOfFindsTheProcessHoldingTheConnection(t *testing.T) {
+	for _, tc := range []struct {
+		pids []int
+		want int
+	}{
+		{[]int{0, os.Getpid()}, 1},
+		{[]int{0, 0}, -1},
+	} {
+		got := make(chan int, 1)
+		whose := ownerOf(func() []int { return tc.pids })
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got <- whose(r) }))
+		srv.Config.ConnContext = withConnOwner
+		srv.Start()
+		resp, err := http.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		srv.Close()
+		if g := <-got; g != tc.want {
+			t.Errorf("pids %v: slot %d, want %d", tc.pids, g, tc.want)
+		}
+	}
+}
+
+// feedFixture is a feed that shows every operation's final state, read
+// through two processes.
+func feedFixture() (*feedLog, map[string]opView) {
+	feed := &feedLog{pages: []int{2, 1}, changes: []feedChange{
+		{1, "a", "scheduled"}, {2, "b", "scheduled"}, {3, "a", "running"},
+		{4, "a", "succeeded"}, {5, "b", "running"}, {7, "b", "held"},
+	}}
+	views := map[string]opView{"a": {State: "succeeded"}, "b": {State: "held"}}
+	return feed, views
+}
+
+func TestFeedChecksPassAFeedWithEveryFinalStateInOrder(t *testing.T) {
+	feed, views := feedFixture()
+	var c checks
+	feedChecks(&c, feed, views)
+	if c.violations != 0 {
+		t.Fatalf("violations = %d, want 0: %v", c.violations, c.rows)
+	}
+}
+
+func TestFeedChecksFlagASeqThatDoesNotGrow(t *testing.T) {
+	feed, views := feedFixture()
+	feed.changes[2].Seq = 2 // the same as the one before
+	var c checks
+	feedChecks(&c, feed, views)
+	if c.violations != 1 {
+		t.Fatalf("violations = %d, want 1: %v", c.violations, c.rows)
+	}
+}
+
+func TestFeedChecksFlagAFinalStateMissingFromTheFeed(t *testing.T) {
+	feed, views := feedFixture()
+	feed.changes = feed.changes[:len(feed.changes)-1] // b's held
+	var c checks
+	feedChecks(&c, feed, views)
+	if c.violations != 1 {
+		t.Fatalf("violations = %d, want 1: %v", c.violations, c.rows)
+	}
+	feed, views = feedFixture()
+	views["a"] = opView{State: "failed"} // a's last change says succeeded
+	c = checks{}
+	feedChecks(&c, feed, views)
+	if c.violations != 1 {
+		t.Fatalf("violations = %d, want 1: %v", c.violations, c.rows)
+	}
+}
+
+func TestFeedChecksFlagAProcessNeverRead(t *testing.T) {
+	feed, views := feedFixture()
+	feed.pages[1] = 0
+	var c checks
+	feedChecks(&c, feed, views)
+	if c.violations != 1 {
+		t.Fatalf("violations = %d, want 1: %v", c.violations, c.rows)
+	}
+}
+
+// outageFixture is one plain mutation answered while the database was
+// down, its attempt interrupted, the operation in state.
+func outageFixture(state string, resent bool) (*standIn, map[string]opSpec, map[string]opView) {
+	sim := newStandIn(1)
+	t0 := time.Now().Truncate(time.Millisecond)
+	sim.markOutage(t0, t0.Add(time.Second))
+	id := "plain-a-1"
+	ops := map[string]opSpec{id: {id: id, scope: scopeSpec{name: "plain-a", kind: "plain", maxConcurrent: 3}}}
+	rec := &opRecord{keys: map[string]bool{}, effects: 1, arrivedAt: t0.Add(-50 * time.Millisecond), answeredAt: t0.Add(500 * time.Millisecond),
+		requests: []request{{arrived: t0.Add(-50 * time.Millisecond), answered: t0.Add(500 * time.Millisecond), status: 201}}}
+	if resent {
+		rec.effects++
+		rec.requests = append(rec.requests, request{arrived: t0.Add(10 * time.Second), answered: t0.Add(10 * time.Second), status: 201})
+		rec.arrivedAt, rec.answeredAt = t0.Add(10*time.Second), t0.Add(10*time.Second)
+	}
+	sim.ops[id] = rec
+	views := map[string]opView{id: {State: state, Attempts: []attemptView{{Number: 1, StartedAt: t0.Add(-60 * time.Millisecond), FinishedAt: t0.Add(2 * time.Second), Reason: "interrupted"}}}}
+	return sim, ops, views
+}
+
+func TestOutageAnswersAcceptAnInterruptedMutationThatIsHeld(t *testing.T) {
+	sim, ops, views := outageFixture("held", false)
+	var c checks
+	outageAnswers(&c, sim, ops, views)
+	heldAtKills(&c, sim, ops, views)
+	if c.violations != 0 {
+		t.Fatalf("violations = %d, want 0: %v", c.violations, c.rows)
+	}
+}
+
+func TestOutageAnswersFlagAnInterruptedMutationThatIsResent(t *testing.T) {
+	sim, ops, views := outageFixture("succeeded", true)
+	var c checks
+	outageAnswers(&c, sim, ops, views)
+	if c.violations != 1 {
+		t.Fatalf("violations = %d, want 1: %v", c.violations, c.rows)
+	}
+}
+
+func TestHeldAtKillsFlagsAHoldNeitherAKillNorTheOutageExplains(t *testing.T) {
+	sim, ops, views := outageFixture("held", false)
+	sim.outages[0].down = sim.outages[0].down.Add(time.Hour) // long after the answer
+	sim.outages[0].up = sim.outages[0].down.Add(time.Second)
+	var c checks
+	heldAtKills(&c, sim, ops, views)
+	if c.violations != 1 {
+		t.Fatalf("violations = %d, want 1: %v", c.violations, c.rows)
 	}
 }

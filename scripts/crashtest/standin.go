@@ -30,28 +30,69 @@ const silentBound = time.Minute
 // standIn is the provider: it applies effects, answers by scope behaviour
 // and checks every request against what it told pacer.
 type standIn struct {
-	mu            sync.Mutex
-	rng           *rand.Rand
-	ops           map[string]*opRecord
-	silent        map[string]bool             // operations whose first request is applied and never answered
-	flying        map[string]map[*flight]bool // scope → requests in flight
-	pausedUntil   map[string]time.Time
-	pausedAt      map[string]time.Time
-	scopes        []scopeSpec
-	kills         []time.Time
+	mu          sync.Mutex
+	rng         *rand.Rand
+	ops         map[string]*opRecord
+	silent      map[string]bool             // operations whose first request is applied and never answered
+	flying      map[string]map[*flight]bool // scope → requests in flight
+	pausedUntil map[string]time.Time
+	pausedAt    map[string]time.Time
+	pausedBy    map[string]int // the process the 429 went to
+	scopes      []scopeSpec
+	kills       []kill
+	outages     []outage // the database's, with the processes alive
+	// whose says which pacer process sent a request (its slot, see
+	// fleet), or -1 when the sender was gone before it could be told; nil
+	// means one process, slot 0.
+	whose         func(r *http.Request) int
 	burstKills    []burstKill
 	gate          *burst // the burst being gathered, nil if none
 	total         int
+	bySlot        map[int]int // requests by the slot that sent them (-1: a process already gone)
 	early         int
 	duringPause   int
 	overCap       int
 	twiceInFlight []string // operations with two requests in flight at once
 }
 
+// kill is a SIGKILL (or another death) of the pacer process in slot at
+// a moment.
+type kill struct {
+	at   time.Time
+	slot int
+}
+
+// String prints a kill for the report's diagnostics.
+func (k kill) String() string { return fmt.Sprintf("%d@%s", k.slot, k.at.Format(time.StampMilli)) }
+
+// outage is a time the database was down (stopped as in a crash, then
+// restarted).
+type outage struct{ down, up time.Time }
+
+// markOutage records that the database was down from down to up.
+func (s *standIn) markOutage(down, up time.Time) {
+	s.mu.Lock()
+	s.outages = append(s.outages, outage{down: down, up: up})
+	s.mu.Unlock()
+}
+
+// inFlightAtOutage reports whether the operation's last request was in
+// flight while the database was down, or answered so shortly before that
+// pacer may not have recorded it.
+func (s *standIn) inFlightAtOutage(rec *opRecord) bool {
+	for _, o := range s.outages {
+		if rec.arrivedAt.Before(o.up) && (rec.answeredAt.IsZero() || o.down.Sub(rec.answeredAt) < answerToRecord) {
+			return true
+		}
+	}
+	return false
+}
+
 // flight is a request in flight at the stand-in.
 type flight struct {
 	id      string
 	arrived time.Time
+	slot    int // the process that sent it
 }
 
 // live reports whether f is still in flight from pacer's side at now: the
@@ -59,7 +100,7 @@ type flight struct {
 // passed (then pacer gave up on it; the stand-in notices the closed
 // connection a moment later).
 func (s *standIn) live(f *flight, now time.Time) bool {
-	return !s.killedSince(f.arrived) && now.Sub(f.arrived) < requestTimeout
+	return !s.killedSince(f.slot, f.arrived) && now.Sub(f.arrived) < requestTimeout
 }
 
 type opRecord struct {
@@ -70,6 +111,7 @@ type opRecord struct {
 	timedOut   bool // pacer gave up on a request before its answer left (no kill in between)
 	requests   []request
 	arrivedAt  time.Time // the last request's arrival
+	slot       int       // the process that sent the last request
 	answeredAt time.Time // when its answer left; zero if none did
 }
 
@@ -77,6 +119,7 @@ type opRecord struct {
 type request struct {
 	arrived, answered time.Time // answered is zero if no answer left
 	status            int
+	slot              int // the process that sent it
 }
 
 // burst is a group of answers held back and sent at once.
@@ -93,13 +136,16 @@ type burstAnswer struct {
 	id                string
 	status            int
 	arrived, answered time.Time
+	slot              int // the process it went to
 }
 
-// burstKill is a kill aimed right after a burst.
+// burstKill is a kill aimed right after a burst, at the process most of
+// its answers went to.
 type burstKill struct {
 	at      time.Time
-	answers []burstAnswer
-	last    time.Time // when the burst's last answer left
+	slot    int
+	answers []burstAnswer // those that went to slot
+	last    time.Time     // when the last of them left
 }
 
 // inWindow reports whether the kill landed while the burst's completions
@@ -111,7 +157,7 @@ func (k burstKill) inWindow() bool {
 func newStandIn(seed uint64) *standIn {
 	return &standIn{rng: rand.New(rand.NewPCG(seed+1, seed+2)), ops: map[string]*opRecord{}, silent: map[string]bool{},
 		flying: map[string]map[*flight]bool{}, pausedUntil: map[string]time.Time{},
-		pausedAt: map[string]time.Time{}, scopes: scopeSpecs()}
+		pausedAt: map[string]time.Time{}, pausedBy: map[string]int{}, bySlot: map[int]int{}, scopes: scopeSpecs()}
 }
 
 // silence makes the first request of operation id apply and never answer.
@@ -121,10 +167,30 @@ func (s *standIn) silence(id string) {
 	s.mu.Unlock()
 }
 
-func (s *standIn) markKill() {
+// markKill records that the process in slot dies now (the caller kills
+// it right after) or died (a process that exited by itself, noticed
+// later: it sent nothing since).
+func (s *standIn) markKill(slot int) {
 	s.mu.Lock()
-	s.kills = append(s.kills, time.Now())
+	s.kills = append(s.kills, kill{at: time.Now(), slot: slot})
 	s.mu.Unlock()
+}
+
+// awaitTraffic waits until at least n requests arrived within one period
+// of every, or bound passed.
+func (s *standIn) awaitTraffic(n int, every, bound time.Duration) {
+	for end := time.Now().Add(bound); time.Now().Before(end); {
+		s.mu.Lock()
+		before := s.total
+		s.mu.Unlock()
+		time.Sleep(every)
+		s.mu.Lock()
+		after := s.total
+		s.mu.Unlock()
+		if after-before >= n {
+			return
+		}
+	}
 }
 
 // armBurst starts gathering answers; the burst opens when burstSize are
@@ -151,8 +217,10 @@ func (s *standIn) openLocked(b *burst) {
 }
 
 // killAfterBurst waits until b opened and its answers left, waits delay
-// and records the kill (the caller kills pacer right after).
-func (s *standIn) killAfterBurst(b *burst, delay time.Duration) {
+// and records the kill of the process of slots that most of them went to
+// (lowest slot first on a tie), and returns that slot: the caller kills
+// it right after.
+func (s *standIn) killAfterBurst(b *burst, delay time.Duration, slots int) int {
 	<-b.release
 	sent := make(chan struct{})
 	go func() { b.flushing.Wait(); close(sent) }()
@@ -163,25 +231,72 @@ func (s *standIn) killAfterBurst(b *burst, delay time.Duration) {
 	time.Sleep(delay)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := burstKill{at: time.Now(), answers: append([]burstAnswer(nil), b.answers...)}
-	for _, a := range k.answers {
+	k := burstKill{at: time.Now(), slot: busiestSlot(b.answers, slots)}
+	for _, a := range b.answers {
+		if a.slot != k.slot {
+			continue
+		}
+		k.answers = append(k.answers, a)
 		if a.answered.After(k.last) {
 			k.last = a.answered
 		}
 	}
-	s.kills = append(s.kills, k.at)
+	s.kills = append(s.kills, kill{at: k.at, slot: k.slot})
 	s.burstKills = append(s.burstKills, k)
+	return k.slot
 }
 
-// killedSince reports whether pacer was killed after t: then it may have
-// died before recording what it was told at t.
-func (s *standIn) killedSince(t time.Time) bool {
-	return len(s.kills) > 0 && s.kills[len(s.kills)-1].After(t)
+// busiestSlot is the slot (of 0..slots-1) most answers went to, the
+// lowest of those tied.
+func busiestSlot(answers []burstAnswer, slots int) int {
+	n := make([]int, slots)
+	for _, a := range answers {
+		if a.slot >= 0 && a.slot < slots {
+			n[a.slot]++
+		}
+	}
+	best := 0
+	for i := range n {
+		if n[i] > n[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// killedSince reports whether the process of slot was killed after t:
+// then it may have died before recording what it was told at t. A
+// request whose sender was unknown (slot -1) came from a process already
+// gone.
+func (s *standIn) killedSince(slot int, t time.Time) bool {
+	if slot < 0 {
+		return true
+	}
+	for i := len(s.kills) - 1; i >= 0 && s.kills[i].at.After(t); i-- {
+		if s.kills[i].slot == slot {
+			return true
+		}
+	}
+	return false
 }
 
 // answerToRecord bounds the time pacer may take from reading an answer to
 // committing it (generous: CI machines are shared and loaded).
 const answerToRecord = 2 * time.Second
+
+// killedBetween reports whether the process of slot was killed after
+// from and at or before to (-1, a process already gone, always was).
+func (s *standIn) killedBetween(slot int, from, to time.Time) bool {
+	if slot < 0 {
+		return true
+	}
+	for _, k := range s.kills {
+		if k.slot == slot && k.at.After(from) && !k.at.After(to) {
+			return true
+		}
+	}
+	return false
+}
 
 // inFlightAtKill reports whether the operation's last request was in
 // flight at a kill from pacer's side: it arrived before the kill and its
@@ -190,7 +305,10 @@ const answerToRecord = 2 * time.Second
 // died before recording it.
 func (s *standIn) inFlightAtKill(rec *opRecord) bool {
 	for _, k := range s.kills {
-		if !rec.arrivedAt.After(k) && (rec.answeredAt.IsZero() || k.Sub(rec.answeredAt) < answerToRecord) {
+		if k.slot != rec.slot && rec.slot >= 0 {
+			continue
+		}
+		if !rec.arrivedAt.After(k.at) && (rec.answeredAt.IsZero() || k.at.Sub(rec.answeredAt) < answerToRecord) {
 			return true
 		}
 	}
@@ -217,9 +335,14 @@ func (s *standIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	now := time.Now()
 	key := r.Header.Get("Idempotency-Key")
+	slot := 0
+	if s.whose != nil {
+		slot = s.whose(r)
+	}
 
 	s.mu.Lock()
 	s.total++
+	s.bySlot[slot]++
 	rec := s.ops[id]
 	if rec == nil {
 		rec = &opRecord{keys: map[string]bool{}}
@@ -228,15 +351,15 @@ func (s *standIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if key != "" {
 		rec.keys[key] = true
 	}
-	rec.requests = append(rec.requests, request{arrived: now})
+	rec.requests = append(rec.requests, request{arrived: now, slot: slot})
 	n := len(rec.requests) - 1
-	rec.arrivedAt, rec.answeredAt = now, time.Time{}
+	rec.arrivedAt, rec.answeredAt, rec.slot = now, time.Time{}, slot
 	if nb := r.Header.Get("X-Not-Before"); nb != "" {
 		if t, err := time.Parse(time.RFC3339Nano, nb); err == nil && now.Before(t) {
 			s.early++
 		}
 	}
-	if now.Before(s.pausedUntil[spec.name]) && !s.killedSince(s.pausedAt[spec.name]) {
+	if now.Before(s.pausedUntil[spec.name]) && !s.killedSince(s.pausedBy[spec.name], s.pausedAt[spec.name]) {
 		s.duringPause++ // pacer had recorded the 429 (no kill since) yet sent
 		fmt.Printf("sent during a pause of %s: %s arrived %s after the 429 left (its request %d)\n", spec.name, id, now.Sub(s.pausedAt[spec.name]), n+1)
 	}
@@ -260,7 +383,7 @@ func (s *standIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if opLive > 0 {
 		s.twiceInFlight = append(s.twiceInFlight, id)
 	}
-	me := &flight{id: id, arrived: now}
+	me := &flight{id: id, arrived: now, slot: slot}
 	s.flying[spec.name][me] = true
 	roll := s.rng.IntN(100)
 	latency := time.Duration(s.rng.IntN(120)) * time.Millisecond
@@ -301,13 +424,13 @@ func (s *standIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer land()
 	if silent {
-		s.holdSilent(r, rec, now)
+		s.holdSilent(r, rec, slot, now)
 		return
 	}
 	select {
 	case <-time.After(latency):
 	case <-r.Context().Done():
-		s.dropped(rec, now)
+		s.dropped(rec, slot, now)
 		return
 	}
 	s.mu.Lock()
@@ -325,14 +448,14 @@ func (s *standIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-b.release:
 		case <-r.Context().Done():
-			s.dropped(rec, now)
+			s.dropped(rec, slot, now)
 			return
 		}
 	}
 	// After a stall of this process both may be ready: pacer's timeout
 	// wins, and an answer it cannot be waiting for any more is not sent.
 	if r.Context().Err() != nil || time.Since(now) >= requestTimeout {
-		s.dropped(rec, now)
+		s.dropped(rec, slot, now)
 		panic(http.ErrAbortHandler) // close the connection without an answer
 	}
 	land()
@@ -348,34 +471,34 @@ func (s *standIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	if status == http.StatusTooManyRequests {
 		// The pause counts from the moment the answer left.
-		s.pausedAt[spec.name] = time.Now()
+		s.pausedAt[spec.name], s.pausedBy[spec.name] = time.Now(), slot
 		s.pausedUntil[spec.name] = s.pausedAt[spec.name].Add(time.Second)
 	}
 	rec.answeredAt = time.Now()
 	rec.requests[n].answered, rec.requests[n].status = rec.answeredAt, status
 	if b != nil {
-		b.answers = append(b.answers, burstAnswer{id: id, status: status, arrived: now, answered: rec.answeredAt})
+		b.answers = append(b.answers, burstAnswer{id: id, status: status, arrived: now, answered: rec.answeredAt, slot: slot})
 	}
 	s.mu.Unlock()
 }
 
 // holdSilent keeps a request whose effect was applied unanswered until
 // pacer gives up on it (its request timeout) or dies (a kill).
-func (s *standIn) holdSilent(r *http.Request, rec *opRecord, arrived time.Time) {
+func (s *standIn) holdSilent(r *http.Request, rec *opRecord, slot int, arrived time.Time) {
 	select {
 	case <-r.Context().Done():
 	case <-time.After(silentBound):
 		panic(http.ErrAbortHandler) // drop the connection without an answer
 	}
-	s.dropped(rec, arrived)
+	s.dropped(rec, slot, arrived)
 }
 
-// dropped records that the request that arrived at t ended without an
+// dropped records that the request slot sent at t ended without an
 // answer: cut by a kill, or given up by pacer (its request timeout).
-func (s *standIn) dropped(rec *opRecord, t time.Time) {
+func (s *standIn) dropped(rec *opRecord, slot int, t time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.killedSince(t) {
+	if s.killedSince(slot, t) {
 		rec.cut = true
 	} else {
 		rec.timedOut = true
