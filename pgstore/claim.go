@@ -71,7 +71,7 @@ func (s *Store) tick(ctx context.Context, cs []scheduler.Completion, p scheduler
 		applied []bool
 		claims  []scheduler.Claim
 	)
-	err := s.write(ctx, func(tx pgx.Tx) error {
+	err := s.writeHot(ctx, func(tx pgx.Tx) error {
 		var err error
 		if applied, err = completeAll(ctx, tx, cs); err != nil {
 			return err

@@ -220,9 +220,35 @@ const maxTries = 5
 // deadlock or a serialization failure; fn must not keep anything of a run
 // that failed. After the commit it calls the OnCommit functions.
 func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return s.writeWith(ctx, pgx.TxOptions{}, fn)
+}
+
+// hotPathTx begins the transactions of the hot path (a tick's
+// completions and claim, an enqueue): their statements run on generic
+// plans (plan_cache_mode force_generic_plan for the transaction only),
+// planned once per connection for each prepared statement, instead of
+// custom plans drawn up again for every execution's parameters. Their
+// statements look rows up by key or by arrays of keys, whose plans do not
+// depend on the values; PostgreSQL's default planned each one anew (the
+// generic plan's estimate of an array parameter is not cheaper than the
+// custom plans'), about 13 % of the server's CPU in the bench
+// (docs/performance.md, issue 16). The SET travels with BEGIN in one
+// simple-protocol message: no round trip more. Listings and other reads
+// keep the default, so a state or scope parameter still picks its
+// partial index.
+var hotPathTx = pgx.TxOptions{BeginQuery: `BEGIN; SET LOCAL plan_cache_mode TO force_generic_plan`}
+
+// writeHot runs fn as write does, in a transaction of the hot path
+// (hotPathTx).
+func (s *Store) writeHot(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return s.writeWith(ctx, hotPathTx, fn)
+}
+
+// writeWith runs fn as write does, in a transaction begun with opts.
+func (s *Store) writeWith(ctx context.Context, opts pgx.TxOptions, fn func(tx pgx.Tx) error) error {
 	var err error
 	for try := 1; try <= maxTries; try++ {
-		if err = s.writeOnce(ctx, fn); err == nil {
+		if err = s.writeOnce(ctx, opts, fn); err == nil {
 			s.commits.committed()
 			return nil
 		}
@@ -233,8 +259,8 @@ func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return fmt.Errorf("%d tries: %w", maxTries, err)
 }
 
-func (s *Store) writeOnce(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	tx, err := s.pool.Begin(ctx)
+func (s *Store) writeOnce(ctx context.Context, opts pgx.TxOptions, fn func(tx pgx.Tx) error) error {
+	tx, err := s.pool.BeginTx(ctx, opts)
 	if err != nil {
 		return err
 	}
