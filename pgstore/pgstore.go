@@ -97,8 +97,9 @@ type Store struct {
 	restartMargin  atomic.Int64
 
 	// claimCommitting, when set (by tests), is called with the claims and
-	// the transaction's synchronous_commit just before a claim commits.
-	claimCommitting func(claims []scheduler.Claim, synchronousCommit string)
+	// the transaction's synchronous_commit and plan_cache_mode just before
+	// a claim commits.
+	claimCommitting func(claims []scheduler.Claim, synchronousCommit, planCacheMode string)
 	// credentialsOpened, when set (by tests), is called with the scope's
 	// name each time a claim opens its sealed credentials.
 	credentialsOpened func(scope string)
