@@ -33,9 +33,6 @@ func migrations() []string {
 		// 4: scopes.config_version, by which claims reuse the scopes
 		// they opened before (scopecache.go).
 		scopeConfigVersions,
-		// 5: the feed's rows written by one trigger run per statement
-		// (feedtriggers.go).
-		feedStatementTriggers,
 	}
 }
 
