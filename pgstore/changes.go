@@ -64,7 +64,7 @@ func (s *Store) sequenceOnce(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	total := 0
-	err := s.writeOnce(ctx, func(tx pgx.Tx) error {
+	err := s.writeOnce(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, sequencerLock); err != nil {
 			return err
 		}

@@ -71,7 +71,7 @@ func (s *Store) tick(ctx context.Context, cs []scheduler.Completion, p scheduler
 		applied []bool
 		claims  []scheduler.Claim
 	)
-	err := s.write(ctx, func(tx pgx.Tx) error {
+	err := s.writeHot(ctx, func(tx pgx.Tx) error {
 		var err error
 		if applied, err = completeAll(ctx, tx, cs); err != nil {
 			return err
@@ -87,11 +87,12 @@ func (s *Store) tick(ctx context.Context, cs []scheduler.Completion, p scheduler
 				}
 			}
 			if s.claimCommitting != nil {
-				var sync string
-				if err := tx.QueryRow(ctx, `SHOW synchronous_commit`).Scan(&sync); err != nil {
+				var sync, plans string
+				if err := tx.QueryRow(ctx, `SELECT current_setting('synchronous_commit'), current_setting('plan_cache_mode')`).
+					Scan(&sync, &plans); err != nil {
 					return err
 				}
-				s.claimCommitting(claims, sync)
+				s.claimCommitting(claims, sync, plans)
 			}
 		}
 		return nil

@@ -82,7 +82,7 @@ func TestSkewedNodesEngineSendsOnTime(t *testing.T) {
 	s := openNode(t, url, pgstore.Options{Clock: fast})
 	putScope(t, s, p)
 	var claims atomic.Int64
-	s.OnClaimCommitting(func([]scheduler.Claim, string) { claims.Add(1) })
+	s.OnClaimCommitting(func([]scheduler.Claim, string, string) { claims.Add(1) })
 	sched := runEngineOn(t, s, s.Clock(fast))
 	due := time.Now().Add(time.Second).Truncate(time.Millisecond)
 	storetest.Enqueue(t, s, s.Clock(fast).Now(), readOp("soon", due))

@@ -22,7 +22,7 @@ func TestDurableClaimCommitsSynchronously(t *testing.T) {
 	storetest.PutScope(t, d, "a", storetest.ScopeOpts{})
 	storetest.Enqueue(t, d, storetest.T0, storetest.NewOp("plain", "a", storetest.T0), storetest.NewOp("durable", "a", storetest.T0.Add(time.Second)))
 	var got []string
-	d.OnClaimCommitting(func(cs []scheduler.Claim, sync string) {
+	d.OnClaimCommitting(func(cs []scheduler.Claim, sync, _ string) {
 		for _, c := range cs {
 			got = append(got, c.Operation.ID+":"+sync)
 		}
@@ -35,5 +35,33 @@ func TestDurableClaimCommitsSynchronously(t *testing.T) {
 	}
 	if len(got) != 2 || got[0] != "plain:"+server || got[1] != "durable:on" {
 		t.Fatalf("claims committing: %v; want plain:%s durable:on", got, server)
+	}
+}
+
+// A tick's transaction plans its statements generically (hotPathTx); the
+// setting is the transaction's own: the pool's connections keep the
+// server's for every other statement.
+func TestTickPlansGenericallyForItsTransactionOnly(t *testing.T) {
+	ctx := context.Background()
+	d := openStore(t)
+	storetest.PutScope(t, d, "a", storetest.ScopeOpts{})
+	storetest.Enqueue(t, d, storetest.T0, storetest.NewOp("op", "a", storetest.T0))
+	var got []string
+	d.OnClaimCommitting(func(_ []scheduler.Claim, _, plans string) { got = append(got, plans) })
+	if cs := storetest.Claim(t, d, storetest.T0, 1); len(cs) != 1 {
+		t.Fatalf("claimed %d operations; want 1", len(cs))
+	}
+	if len(got) != 1 || got[0] != "force_generic_plan" {
+		t.Fatalf("the claim's plan_cache_mode: %v; want force_generic_plan", got)
+	}
+	conns := d.Pool().Stat().TotalConns()
+	for range conns + 1 {
+		var plans string
+		if err := d.Pool().QueryRow(ctx, `SHOW plan_cache_mode`).Scan(&plans); err != nil {
+			t.Fatal(err)
+		}
+		if plans != "auto" {
+			t.Fatalf("a pooled connection's plan_cache_mode after the claim: %s; want auto", plans)
+		}
 	}
 }

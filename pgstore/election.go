@@ -52,7 +52,7 @@ func (s *Store) elected(ctx context.Context, tx pgx.Tx, task string) (bool, erro
 // closes, at once.
 func (s *Store) ReportsDatabaseGauges(ctx context.Context) (bool, error) {
 	var ok bool
-	err := s.writeRetrying(ctx, func(tx pgx.Tx) error { // a scrape wakes no one
+	err := s.writeRetrying(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error { // a scrape wakes no one
 		var err error
 		ok, err = s.elected(ctx, tx, gaugesTask)
 		return err

@@ -27,7 +27,7 @@ import (
 // at once take turns, and the second sees the first's operation.
 func (s *Store) Enqueue(ctx context.Context, ops []scheduler.NewOperation, now time.Time) ([]scheduler.EnqueueResult, error) {
 	var results []scheduler.EnqueueResult
-	err := s.write(ctx, func(tx pgx.Tx) error {
+	err := s.writeHot(ctx, func(tx pgx.Tx) error {
 		scopes := map[string]scopeRef{}
 		results = make([]scheduler.EnqueueResult, len(ops))
 		created := map[int64]int{} // row ID → index of a new operation's result

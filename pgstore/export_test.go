@@ -12,8 +12,9 @@ import (
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // OnClaimCommitting sets the hook called with the claims and the
-// transaction's synchronous_commit just before a claim commits.
-func (s *Store) OnClaimCommitting(fn func(claims []scheduler.Claim, synchronousCommit string)) {
+// transaction's synchronous_commit and plan_cache_mode just before a
+// claim commits.
+func (s *Store) OnClaimCommitting(fn func(claims []scheduler.Claim, synchronousCommit, planCacheMode string)) {
 	s.claimCommitting = fn
 }
 

@@ -102,8 +102,9 @@ type Store struct {
 	restartMargin  atomic.Int64
 
 	// claimCommitting, when set (by tests), is called with the claims and
-	// the transaction's synchronous_commit just before a claim commits.
-	claimCommitting func(claims []scheduler.Claim, synchronousCommit string)
+	// the transaction's synchronous_commit and plan_cache_mode just before
+	// a claim commits.
+	claimCommitting func(claims []scheduler.Claim, synchronousCommit, planCacheMode string)
 	// credentialsOpened, when set (by tests), is called with the scope's
 	// name each time a claim opens its sealed credentials.
 	credentialsOpened func(scope string)
@@ -227,29 +228,56 @@ const maxTries = 5
 // deadlock or a serialization failure (writeRetrying). After the commit it
 // calls the OnCommit functions.
 func (s *Store) write(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	if err := s.writeRetrying(ctx, fn); err != nil {
+	return s.writeWith(ctx, pgx.TxOptions{}, fn)
+}
+
+// hotPathTx begins the transactions of the hot path (a tick's
+// completions and claim, an enqueue): their statements run on generic
+// plans (plan_cache_mode force_generic_plan for the transaction only),
+// planned once per connection for each prepared statement, instead of
+// custom plans drawn up again for every execution's parameters. Their
+// statements look rows up by key or by arrays of keys, whose plans do not
+// depend on the values; PostgreSQL's default planned each one anew (the
+// generic plan's estimate of an array parameter is not cheaper than the
+// custom plans'), about 13 % of the server's CPU in the bench
+// (docs/performance.md, issue 16). The SET travels with BEGIN in one
+// simple-protocol message: no round trip more. Listings and other reads
+// keep the default, so a state or scope parameter still picks its
+// partial index.
+var hotPathTx = pgx.TxOptions{BeginQuery: `BEGIN; SET LOCAL plan_cache_mode TO force_generic_plan`}
+
+// writeHot runs fn as write does, in a transaction of the hot path
+// (hotPathTx).
+func (s *Store) writeHot(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return s.writeWith(ctx, hotPathTx, fn)
+}
+
+// writeWith runs fn as write does, in a transaction begun with opts.
+func (s *Store) writeWith(ctx context.Context, opts pgx.TxOptions, fn func(tx pgx.Tx) error) error {
+	if err := s.writeRetrying(ctx, opts, fn); err != nil {
 		return err
 	}
 	s.commits.committed()
 	return nil
 }
 
-// writeRetrying is write without the OnCommit functions, for a write that
-// wakes no one: fn runs in a transaction, again (from the start, in a new
-// transaction) when PostgreSQL aborted it for a deadlock or a
-// serialization failure; fn must not keep anything of a run that failed.
-func (s *Store) writeRetrying(ctx context.Context, fn func(tx pgx.Tx) error) error {
+// writeRetrying is writeWith without the OnCommit functions, for a write
+// that wakes no one: fn runs in a transaction begun with opts, again (from
+// the start, in a new transaction) when PostgreSQL aborted it for a
+// deadlock or a serialization failure; fn must not keep anything of a run
+// that failed.
+func (s *Store) writeRetrying(ctx context.Context, opts pgx.TxOptions, fn func(tx pgx.Tx) error) error {
 	var err error
 	for try := 1; try <= maxTries; try++ {
-		if err = s.writeOnce(ctx, fn); err == nil || !retryable(err) {
+		if err = s.writeOnce(ctx, opts, fn); err == nil || !retryable(err) {
 			return err
 		}
 	}
 	return fmt.Errorf("%d tries: %w", maxTries, err)
 }
 
-func (s *Store) writeOnce(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	tx, err := s.pool.Begin(ctx)
+func (s *Store) writeOnce(ctx context.Context, opts pgx.TxOptions, fn func(tx pgx.Tx) error) error {
+	tx, err := s.pool.BeginTx(ctx, opts)
 	if err != nil {
 		return err
 	}
