@@ -222,8 +222,9 @@ func (k *tokenKeeper) renew(ctx context.Context, sc Scope, used Token) (Token, *
 
 // keepFresh starts, in the background, the renewal of each token due for
 // it (refreshDue) whose scope sent within keepFreshFor, unless its last
-// refresh failed (until its backoff ends) or was refused for good: a send
-// after a quiet spell does not wait for a token either.
+// refresh failed (until its backoff ends) or was refused for good, or its
+// grant is no longer the one stored: a send after a quiet spell does not
+// wait for a token either.
 func (k *tokenKeeper) keepFresh(now time.Time) {
 	type due struct {
 		sc    Scope
@@ -240,6 +241,13 @@ func (k *tokenKeeper) keepFresh(now time.Time) {
 	}
 	k.mu.Unlock()
 	for _, d := range renew {
+		// The scope as its last send saw it may be stale: credentials put
+		// since forget the stored token (PutScope), and a grant that is
+		// no longer the scope's is not renewed.
+		state, err := k.store.LoadToken(k.parent, d.sc.Name)
+		if err != nil || state.Token == nil || state.Token.Grant != d.grant {
+			continue
+		}
 		k.start(d.sc, d.grant, d.cur)
 	}
 }
