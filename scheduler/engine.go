@@ -446,6 +446,7 @@ func (e *Engine) pass(ctx context.Context, housekeep bool) (claimed int, full bo
 		if err := e.expireOverdue(ctx, now); err != nil {
 			return 0, false, err
 		}
+		e.tokens.keepFresh(now)
 		e.housekeepAt, e.busy = now.Add(housekeepingInterval), false
 	}
 	claimed, full, err = e.tick(ctx, true)

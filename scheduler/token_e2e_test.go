@@ -182,6 +182,41 @@ func TestTokenExpiringWithinTheRequestTimeoutIsNotSent(t *testing.T) {
 	}
 }
 
+// A scope quiet for most of its token's life: the loop's housekeeping
+// renews the token ahead of expiry without a send (design §13: sends never
+// wait on a refresh), so the send after the quiet spell goes at once with
+// a token the endpoint issued before it. A scope whose grant was refused
+// is not renewed in the background.
+func TestTokenKeptFreshThroughAQuietSpell(t *testing.T) {
+	r := newTokenRun(t, time.Hour)
+	r.put(scheduler.Credentials{RefreshToken: r.ts.IssueRefreshToken()})
+	r.enqueue("first", "GET")
+	r.runAll()
+	r.clock.Add(time.Hour - 30*time.Second) // within a minute of expiry
+	r.pass()                                // housekeeping, nothing due
+	calls := r.ts.Calls()
+	if len(calls) != 2 || calls[1].Status != 200 || calls[1].PreviousValidFor <= tokenEngine.RequestTimeout {
+		t.Fatalf("token calls after a quiet spell %+v: want the token renewed once in the background, ahead of expiry", calls)
+	}
+	r.clock.Add(20 * time.Second)
+	r.enqueue("later", "GET")
+	r.runAll()
+	r.wantState("later", scheduler.StateSucceeded)
+	sent := r.requests()
+	if len(sent) != 2 || sent[0].token == sent[1].token || !sent[1].valid {
+		t.Fatalf("sends %+v: the second must carry the token renewed in the background", sent)
+	}
+	if n := len(r.ts.Calls()); n != 2 {
+		t.Fatalf("%d token calls; the send after the quiet spell asked for another", n)
+	}
+	// Quiet for longer than keepFreshFor: the token is left to expire.
+	r.clock.Add(2 * time.Hour)
+	r.pass()
+	if n := len(r.ts.Calls()); n != 2 {
+		t.Fatalf("%d token calls: a token renewed for a scope quiet for two hours", n)
+	}
+}
+
 // A provider that revokes the access token mid-run (the token endpoint
 // still grants): the 401 is answered by one refresh and an immediate
 // resend with the same idempotency key, in the same attempt.
@@ -253,6 +288,15 @@ func TestTokenInvalidGrantHoldsTheScope(t *testing.T) {
 	op := r.wantState("b", scheduler.StateHeld)
 	if op.HoldReason != scheduler.HoldAuthRevoked || op.MaybeApplied {
 		t.Fatalf("hold %s, maybeApplied %v", op.HoldReason, op.MaybeApplied)
+	}
+	// A grant refused for good is not tried again in the background.
+	refused := len(r.ts.Calls())
+	for range 5 {
+		r.clock.Add(2 * time.Second)
+		r.pass()
+	}
+	if n := len(r.ts.Calls()); n != refused {
+		t.Fatalf("%d token requests after the grant was refused, want none", n-refused)
 	}
 	detail := op.LastOutcome.Detail
 	if !strings.Contains(detail, "invalid_grant") || !strings.Contains(detail, "is invalid, expired or revoked") {

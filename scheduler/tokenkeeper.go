@@ -30,6 +30,11 @@ const (
 	// Retry-After: it doubles with each failure in a row.
 	tokenBackoffBase = time.Second
 	tokenBackoffMax  = 5 * time.Minute
+	// keepFreshFor is how long after its last send a scope's token is
+	// still renewed ahead of expiry without sends (keepFresh): a scope
+	// quiet for less finds a usable token at its next send; one quiet for
+	// longer renews at its next send (tokens are not kept alive for no one).
+	keepFreshFor = time.Hour
 	// tokenPoll is how often a process waiting for another's refresh
 	// looks for its token.
 	tokenPoll = 250 * time.Millisecond
@@ -90,6 +95,13 @@ type scopeTokens struct {
 	// one failed: sends going on with the current token do not hammer an
 	// endpoint that is failing.
 	retryAt time.Time
+	// revoked says the last refresh was refused for good: nothing renews
+	// the token in the background until the credentials change.
+	revoked bool
+	// scope is the scope as its last send saw it, and usedAt when: what
+	// keepFresh renews the token for.
+	scope  Scope
+	usedAt time.Time
 }
 
 // tokenFlight is one refresh that the workers needing it wait for.
@@ -176,10 +188,12 @@ func (k *tokenKeeper) token(ctx context.Context, sc Scope) (tok Token, fresh boo
 		}
 	}
 	now := k.clock.Now()
+	k.mu.Lock()
+	st := k.entry(sc.Name, grant)
+	st.scope, st.usedAt = sc, now
+	retryAt := st.retryAt
+	k.mu.Unlock()
 	if k.usable(cur, now) {
-		k.mu.Lock()
-		retryAt := k.entry(sc.Name, grant).retryAt
-		k.mu.Unlock()
 		if k.refreshDue(cur, now) && !now.Before(retryAt) {
 			k.start(sc, grant, cur) // in the background: this send goes with cur
 		}
@@ -204,6 +218,38 @@ func (k *tokenKeeper) renew(ctx context.Context, sc Scope, used Token) (Token, *
 		return *cur, nil
 	}
 	return k.await(ctx, k.start(sc, grant, &used))
+}
+
+// keepFresh starts, in the background, the renewal of each token due for
+// it (refreshDue) whose scope sent within keepFreshFor, unless its last
+// refresh failed (until its backoff ends) or was refused for good, or its
+// grant is no longer the one stored: a send after a quiet spell does not
+// wait for a token either.
+func (k *tokenKeeper) keepFresh(now time.Time) {
+	type due struct {
+		sc    Scope
+		grant string
+		cur   *Token
+	}
+	var renew []due
+	k.mu.Lock()
+	for _, st := range k.scopes {
+		if st.cur != nil && st.flight == nil && !st.revoked && !st.usedAt.IsZero() && now.Sub(st.usedAt) <= keepFreshFor &&
+			!now.Before(st.retryAt) && k.refreshDue(st.cur, now) {
+			renew = append(renew, due{st.scope, st.grant, st.cur})
+		}
+	}
+	k.mu.Unlock()
+	for _, d := range renew {
+		// The scope as its last send saw it may be stale: credentials put
+		// since forget the stored token (PutScope), and a grant that is
+		// no longer the scope's is not renewed.
+		state, err := k.store.LoadToken(k.parent, d.sc.Name)
+		if err != nil || state.Token == nil || state.Token.Grant != d.grant {
+			continue
+		}
+		k.start(d.sc, d.grant, d.cur)
+	}
 }
 
 // adopt makes t the scope's current token unless a refresh of this
@@ -260,9 +306,10 @@ func (k *tokenKeeper) fly(sc Scope, grant string, st *scopeTokens, f *tokenFligh
 		if st.cur == nil || !st.cur.IssuedAt.After(tok.IssuedAt) {
 			st.cur = &tok
 		}
-		st.failures, st.retryAt = 0, time.Time{}
+		st.failures, st.retryAt, st.revoked = 0, time.Time{}, false
 	case fail.busy:
 	default:
+		st.revoked = fail.revoked
 		if !fail.revoked {
 			st.failures++
 		}
