@@ -30,7 +30,8 @@ type Seeded struct {
 	Scopes []string
 	// Operations counts the operations enqueued (the canceled one included).
 	Operations int
-	// Prefix starts every operation ID of this seed ("demo-20260911-020000-").
+	// Prefix starts every operation ID of this seed ("demo-20260911-020000.000-",
+	// to the millisecond so that a quick rerun does not collide).
 	Prefix string
 }
 
@@ -54,7 +55,7 @@ type Seeded struct {
 // from the clock, so a second seed adds to the first.
 func Seed(ctx context.Context, svc *scheduler.Service, baseURL string) (Seeded, error) {
 	now := svc.Now()
-	out := Seeded{Prefix: "demo-" + now.Format("20060102-150405") + "-"}
+	out := Seeded{Prefix: "demo-" + now.Format("20060102-150405.000") + "-"}
 	scopes := []scheduler.ScopeInput{
 		{Name: ScopeGitHub, Provider: "github", BaseURL: baseURL + "/github", MaxConcurrent: 2,
 			Credentials: scheduler.Credentials{Type: scheduler.CredentialBearer, Token: GitHubToken}},

@@ -146,3 +146,34 @@ func keys(m map[string]bool) []string {
 	sort.Strings(out)
 	return out
 }
+
+// TestSeedTwiceWithinASecondAdds seeds twice 300 ms apart (a quick
+// `serve --demo-force` rerun): the second seed adds its operations under
+// a prefix of its own instead of colliding with the first's IDs.
+func TestSeedTwiceWithinASecondAdds(t *testing.T) {
+	ctx := context.Background()
+	prov, clk := startProvider(t)
+	sched, err := scheduler.New(pacertest.OpenStore(t), clk, scheduler.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := demo.Seed(ctx, sched.Service, prov.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(300 * time.Millisecond)
+	second, err := demo.Seed(ctx, sched.Service, prov.URL())
+	if err != nil {
+		t.Fatalf("second seed 300 ms after the first: %v", err)
+	}
+	if first.Prefix == second.Prefix {
+		t.Fatalf("both seeds used prefix %q", first.Prefix)
+	}
+	page, err := sched.Service.ListOperations(ctx, scheduler.OperationFilter{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(page.Operations), first.Operations+second.Operations; got != want {
+		t.Fatalf("%d operations after two seeds, want %d", got, want)
+	}
+}
