@@ -36,6 +36,9 @@ func migrations() []string {
 		// 5: the tokens of renewing grants and their refresh leases
 		// (tokens.go), as on SQLite.
 		scopeTokens,
+		// 6: nodes.process, the key of the lock every connection of the
+		// node's process holds (node.go).
+		nodeProcesses,
 	}
 }
 

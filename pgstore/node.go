@@ -2,7 +2,9 @@ package pgstore
 
 import (
 	"context"
+	"crypto/rand"
 	_ "embed"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"pacer/scheduler"
 )
@@ -36,6 +39,13 @@ import (
 // by then a node that was sending when the database went down has either
 // its lock back or no request in flight. A starting node is such a node:
 // it never takes a live node's leases.
+//
+// The lock alone is not proof of death: a cut dedicated connection frees
+// it while the process, its pool connected, may still have requests in
+// flight. Every pooled connection of the process holds a shared lock on
+// the process's key (processLockClass, nodes.process) for its life, so a
+// node is taken for dead on lock evidence only once its lock is free and
+// none of its process's connections is left (nodeGone).
 
 // nodesMigration adds nodes, the leases' node and elections.
 //
@@ -51,7 +61,15 @@ const (
 	// its transaction, and exclusively by a recovery deciding the node is
 	// dead, so that no claim commits under a lock a recovery saw free.
 	guardLockClass int32 = 0x70677264
+	// processLockClass ("ppro") is held shared by every pooled connection
+	// of a node's process, on its process key (Store.process).
+	processLockClass int32 = 0x7070726f
 )
+
+// nodeProcesses is migration 6 (see migrations): the process key of each
+// node; NULL for nodes registered by a binary that held no process lock,
+// judged by their node lock alone.
+const nodeProcesses = `ALTER TABLE nodes ADD COLUMN process INTEGER`
 
 // Node timing.
 const (
@@ -96,6 +114,29 @@ type node struct {
 
 	stop context.CancelFunc
 	done chan struct{}
+}
+
+// newProcessKey draws a process key: random and positive, so that the
+// lock's objid (an oid) equals it. Two processes drawing the same key
+// only make each look alive while the other is, which delays a
+// recovery to the node's lapse; it never hastens one.
+func newProcessKey() (int32, error) {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return 0, fmt.Errorf("draw a process key: %w", err)
+	}
+	return int32(binary.BigEndian.Uint32(b[:])&0x7fffffff | 1), nil
+}
+
+// holdProcessLock makes every connection of the pool cfg configures take
+// the process lock on key for its life, and keeps at least one connection
+// open: a process with requests in flight always shows one.
+func holdProcessLock(cfg *pgxpool.Config, key int32) {
+	cfg.MinConns = max(cfg.MinConns, 1)
+	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+		_, err := conn.Exec(ctx, `SELECT pg_advisory_lock_shared($1, $2)`, processLockClass, key)
+		return err
+	}
 }
 
 // claimReserve is how long a node's row must outlast a claim: the longest
@@ -208,9 +249,9 @@ func (s *Store) registerNode(ctx context.Context, conn *pgx.Conn) (int64, error)
 	var id int64
 	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `
-			INSERT INTO nodes (started_at, beat_at, expires_at, host, pid)
-			VALUES (`+dbNowMS+`, `+dbNowMS+`, `+dbNowMS+` + $1, $2, $3) RETURNING id`,
-			s.nodeTTL().Milliseconds(), host, os.Getpid()).Scan(&id)
+			INSERT INTO nodes (started_at, beat_at, expires_at, host, pid, process)
+			VALUES (`+dbNowMS+`, `+dbNowMS+`, `+dbNowMS+` + $1, $2, $3, $4) RETURNING id`,
+			s.nodeTTL().Milliseconds(), host, os.Getpid(), s.process).Scan(&id)
 		if err != nil {
 			return err
 		}

@@ -203,6 +203,49 @@ func TestNodeWithoutItsSessionClaimsNothing(t *testing.T) {
 	}
 }
 
+// A node whose dedicated session alone was cut (its other connections
+// live) is alive, and may have requests in flight: no node recovers its
+// leases on lock evidence, so none of them is sent a second time at once.
+// Once the node is gone with all its connections, they are recovered
+// within a second.
+func TestCutSessionAloneRecoversNothing(t *testing.T) {
+	url := pgtest.URLFrom(t, migrated)
+	p := newProvider(t)
+	cut, survivor := openNode(t, url, pgstore.Options{}), openNode(t, url, pgstore.Options{})
+	survivor.SetRestartMargin(0) // its session is old enough
+	putScope(t, cut, p)
+	storetest.Enqueue(t, cut, time.Now(), readOp("in-flight", time.Now()))
+	inFlight := claimOne(t, cut, time.Now())
+	runEngine(t, survivor)
+
+	cut.CutSession()
+	for deadline := time.Now().Add(2 * time.Second); nodeLocked(t, url, cut.NodeID()); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the node's lock is still held")
+		}
+	}
+	time.Sleep(time.Second) // several watches of the survivor
+	if claims, err := survivor.ListOrphaned(context.Background(), 10); err != nil || len(claims) != 0 {
+		t.Fatalf("listed %v (%v) for recovery while the node's pool is connected; want none", storetest.ClaimedIDs(claims), err)
+	}
+	if !stillLeased(t, survivor, inFlight) {
+		t.Fatal("the lease of a node whose dedicated session alone was cut was recovered")
+	}
+	if _, ok := p.arrival("/in-flight"); ok {
+		t.Fatal("the survivor sent the operation in flight on the cut node")
+	}
+
+	cut.Kill()
+	start := time.Now()
+	for stillLeased(t, survivor, inFlight) {
+		if time.Since(start) > 3*time.Second {
+			t.Fatal("the lease was not recovered within 3 s of the node's last connection closing")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Logf("lease recovered %s after the node's last connection closed", time.Since(start).Round(time.Millisecond))
+}
+
 // nodeLocked reports whether some session holds node id's lock.
 func nodeLocked(t *testing.T, url string, id int64) bool {
 	t.Helper()

@@ -15,6 +15,17 @@ var nodeLockHeld = `EXISTS (SELECT 1 FROM pg_locks l
 	WHERE l.locktype = 'advisory' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
 	AND l.classid = ` + strconv.Itoa(int(nodeLockClass)) + ` AND l.objid = n.id AND l.objsubid = 2 AND l.granted)`
 
+// processConnected is true for a node row n some connection of whose
+// process is still open: it holds the process lock (node.go). False for a
+// node registered without a process key.
+var processConnected = `(n.process IS NOT NULL AND EXISTS (SELECT 1 FROM pg_locks l
+	WHERE l.locktype = 'advisory' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+	AND l.classid = ` + strconv.Itoa(int(processLockClass)) + ` AND l.objid = n.process AND l.objsubid = 2 AND l.granted))`
+
+// nodeGone is true for a node row n that lock evidence shows dead: its
+// lock is free and none of its process's connections is left.
+var nodeGone = `(NOT ` + nodeLockHeld + ` AND NOT ` + processConnected + `)`
+
 // nodeHoldsLeases is true for a node row n that holds running leases.
 const nodeHoldsLeases = `EXISTS (SELECT 1 FROM operations o WHERE o.state = 'running' AND o.lease_node = n.id)`
 
@@ -33,15 +44,15 @@ func (s *Store) mayRecoverOnLock() bool {
 func (s *Store) watchNodes(ctx context.Context) error {
 	ctx, cancel := s.clock.WithTimeout(ctx, nodeQueryTimeout)
 	defer cancel()
-	var lapsed, unlocked bool
+	var lapsed, gone bool
 	err := s.node.conn.QueryRow(ctx, `
-		SELECT COALESCE(bool_or(n.expires_at < `+dbNowMS+`), false), COALESCE(bool_or(NOT `+nodeLockHeld+`), false)
+		SELECT COALESCE(bool_or(n.expires_at < `+dbNowMS+`), false), COALESCE(bool_or(`+nodeGone+`), false)
 		FROM nodes n WHERE n.id <> $1 AND `+nodeHoldsLeases+`
-		AND (n.expires_at < `+dbNowMS+` OR NOT `+nodeLockHeld+`)`, s.node.id.Load()).Scan(&lapsed, &unlocked)
+		AND (n.expires_at < `+dbNowMS+` OR `+nodeGone+`)`, s.node.id.Load()).Scan(&lapsed, &gone)
 	if err != nil {
 		return fmt.Errorf("watch nodes: %w", err)
 	}
-	if lapsed || (unlocked && s.mayRecoverOnLock()) {
+	if lapsed || (gone && s.mayRecoverOnLock()) {
 		s.node.orphans.Store(true)
 		s.wakes.committed()
 	}
@@ -59,7 +70,7 @@ func (s *Store) forgetDeadNodes(ctx context.Context) error {
 	err := s.node.conn.QueryRow(ctx, `
 		WITH gone AS (
 			DELETE FROM nodes n WHERE n.id <> $1 AND NOT `+nodeHoldsLeases+`
-			AND (n.expires_at < `+dbNowMS+` OR NOT `+nodeLockHeld+`)
+			AND (n.expires_at < `+dbNowMS+` OR `+nodeGone+`)
 			RETURNING id
 		), lost AS (
 			DELETE FROM elections WHERE node IN (SELECT id FROM gone)
@@ -78,7 +89,7 @@ func (s *Store) forgetDeadNodes(ctx context.Context) error {
 // oldest lease first, at most limit (see scheduler.Store): those whose
 // row expired (none of their requests can still be in flight), and, once
 // this node's own session is older than restartMargin, those whose lock
-// is free. A node with a claim in progress is alive (its claim holds the
+// is free with no connection of their process left (nodeGone). A node with a claim in progress is alive (its claim holds the
 // guard lock shared); the guard is taken here exclusively, so no claim of
 // a node found dead commits after. Most calls cost nothing: it looks only
 // when the node's watch saw dead nodes with leases since the last look
@@ -124,18 +135,19 @@ func (s *Store) ListOrphaned(ctx context.Context, limit int) ([]scheduler.Claim,
 // deadNodes returns the ids of the other nodes holding leases that tx
 // finds dead, each with its guard lock taken exclusively.
 func (s *Store) deadNodes(ctx context.Context, tx pgx.Tx) ([]int32, error) {
-	rows, err := tx.Query(ctx, `SELECT n.id, n.expires_at < `+dbNowMS+` FROM nodes n
+	rows, err := tx.Query(ctx, `SELECT n.id, n.expires_at < `+dbNowMS+`, `+processConnected+` FROM nodes n
 		WHERE n.id <> $1 AND `+nodeHoldsLeases+` ORDER BY n.id`, s.node.id.Load())
 	if err != nil {
 		return nil, err
 	}
 	type candidate struct {
-		id     int32
-		lapsed bool
+		id        int32
+		lapsed    bool
+		connected bool
 	}
 	cands, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (candidate, error) {
 		var c candidate
-		return c, row.Scan(&c.id, &c.lapsed)
+		return c, row.Scan(&c.id, &c.lapsed, &c.connected)
 	})
 	if err != nil {
 		return nil, err
@@ -143,8 +155,8 @@ func (s *Store) deadNodes(ctx context.Context, tx pgx.Tx) ([]int32, error) {
 	onLock := s.mayRecoverOnLock()
 	var dead []int32
 	for _, c := range cands {
-		if !c.lapsed && !onLock {
-			continue
+		if !c.lapsed && (!onLock || c.connected) {
+			continue // alive, or maybe: its process is still connected
 		}
 		var free bool
 		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1, $2)`, guardLockClass, c.id).Scan(&free); err != nil {

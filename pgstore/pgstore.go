@@ -100,6 +100,10 @@ type Store struct {
 	// evidence.
 	requestTimeout time.Duration
 	restartMargin  atomic.Int64
+	// process is the key of the lock each pooled connection holds shared
+	// for its life (node.go): while one is open the process is alive.
+	// Random, positive; 0 with Options.NoNode.
+	process int32
 
 	// claimCommitting, when set (by tests), is called with the claims and
 	// the transaction's synchronous_commit and plan_cache_mode just before
@@ -129,12 +133,19 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
+	var process int32
+	if !opts.NoNode {
+		if process, err = newProcessKey(); err != nil {
+			return nil, fmt.Errorf("open database: %w", err)
+		}
+		holdProcessLock(cfg, process)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 	s := &Store{pool: pool, aead: aead, scopes: scopecache.New(scopecache.Size), clock: opts.Clock, requestTimeout: opts.RequestTimeout,
-		announcements: make(chan struct{}, 1)}
+		process: process, announcements: make(chan struct{}, 1)}
 	if s.clock == nil {
 		s.clock = clock.New()
 	}
