@@ -89,9 +89,10 @@ func (s *Store) forgetDeadNodes(ctx context.Context) error {
 // oldest lease first, at most limit (see scheduler.Store): those whose
 // row expired (none of their requests can still be in flight), and, once
 // this node's own session is older than restartMargin, those whose lock
-// is free with no connection of their process left (nodeGone). A node with a claim in progress is alive (its claim holds the
-// guard lock shared); the guard is taken here exclusively, so no claim of
-// a node found dead commits after. Most calls cost nothing: it looks only
+// is free with no connection of their process left (nodeGone). A node
+// with a claim in progress is alive (its claim holds the guard lock
+// shared); the guard is taken here exclusively, so no claim of a node
+// found dead commits after. Most calls cost nothing: it looks only
 // when the node's watch saw dead nodes with leases since the last look
 // (or at the first call).
 func (s *Store) ListOrphaned(ctx context.Context, limit int) ([]scheduler.Claim, error) {
@@ -156,7 +157,7 @@ func (s *Store) deadNodes(ctx context.Context, tx pgx.Tx) ([]int32, error) {
 	var dead []int32
 	for _, c := range cands {
 		if !c.lapsed && (!onLock || c.connected) {
-			continue // alive, or maybe: its process is still connected
+			continue // not known dead: too soon to trust lock evidence, or its process is connected
 		}
 		var free bool
 		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1, $2)`, guardLockClass, c.id).Scan(&free); err != nil {
